@@ -1,0 +1,427 @@
+"""The kernel: OpenClaw's double loop.
+
+Inner loop: while the model keeps calling tools or steering messages wait, run a turn (inject
+pending messages, stream one assistant response, execute its tool calls, poll steering).
+Outer loop: when the inner loop would end, follow-up messages revive it.
+
+Guarantees the rest of the runtime builds on:
+
+* the abort signal is checked at every boundary and an abort is persisted as an assistant
+  message with ``stop_reason="aborted"`` (plus hidden interruption guidance);
+* whatever raises (a broken ``stream_fn``, a callback, a listener), the event lifecycle is
+  closed: ``message_start → message_end → turn_end → agent_end``, never a hung stream;
+* tool calls run only when ``stop_reason == "toolUse"``; otherwise they are stripped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+from .._exceptions import StreamError, TranscriptError, TranscriptNotContinuableError
+from ..abort import AbortSignal
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    AgentEventStream,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    TurnEnd,
+    TurnStart,
+    background_stream,
+)
+from ..llm import Context, StreamFn
+from ..messages import AssistantMessage, ToolCall
+from .interruption import (
+    abort_reason,
+    create_failure_message,
+    create_interrupted_turn_message,
+    error_text,
+    should_append_interruption,
+)
+from .tool_execution import execute_tool_calls
+from .types import (
+    AgentContext,
+    AgentLoopConfig,
+    EmitFn,
+    TurnContext,
+    maybe_await,
+    resolve_reasoning,
+)
+
+__all__ = [
+    "agent_loop",
+    "agent_loop_continue",
+    "remove_non_executable_tool_calls",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+]
+
+
+def remove_non_executable_tool_calls(message: AssistantMessage) -> AssistantMessage:
+    """Strip tool-call blocks from any message whose stop reason is not ``toolUse``."""
+    if message.stop_reason == "toolUse":
+        return message
+    kept = [block for block in message.content if not isinstance(block, ToolCall)]
+    if len(kept) == len(message.content):
+        return message
+    return message.model_copy(update={"content": kept})
+
+
+async def run_agent_loop(
+    prompts: Sequence[Any],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EmitFn,
+    *,
+    stream_fn: StreamFn,
+    signal: AbortSignal | None = None,
+) -> list[Any]:
+    """Run a loop started by ``prompts``; events go to ``emit``; returns the new messages."""
+    run = _LoopRun(
+        AgentContext(context.system_prompt, [*context.messages, *prompts], list(context.tools)),
+        list(prompts),
+        config,
+        emit,
+        stream_fn,
+        signal,
+    )
+    await run.start(prompts)
+    return run.new_messages
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EmitFn,
+    *,
+    stream_fn: StreamFn,
+    signal: AbortSignal | None = None,
+) -> list[Any]:
+    """Continue from ``context`` without a new prompt (retries); returns the new messages.
+
+    The last message must be a user or tool-result message once converted for the model.
+    """
+    _check_continuable(context)
+    run = _LoopRun(
+        AgentContext(context.system_prompt, list(context.messages), list(context.tools)),
+        [],
+        config,
+        emit,
+        stream_fn,
+        signal,
+    )
+    await run.start(())
+    return run.new_messages
+
+
+@asynccontextmanager
+async def agent_loop(
+    prompts: Sequence[Any],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    stream_fn: StreamFn,
+    signal: AbortSignal | None = None,
+) -> AsyncIterator[AgentEventStream]:
+    """Run the loop in the background and yield its live ``AgentEventStream``.
+
+    ``async with agent_loop(...) as events: async for event in events: ...``; leaving the
+    block waits for the loop to finish. ``await events.result()`` gives the new messages.
+    """
+    stream = AgentEventStream()
+
+    async def produce() -> list[Any]:
+        return await run_agent_loop(
+            prompts, context, config, _pusher(stream), stream_fn=stream_fn, signal=signal
+        )
+
+    async with background_stream(stream, produce):
+        yield stream
+
+
+@asynccontextmanager
+async def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    stream_fn: StreamFn,
+    signal: AbortSignal | None = None,
+) -> AsyncIterator[AgentEventStream]:
+    """``run_agent_loop_continue`` in the background; preconditions are checked up front."""
+    _check_continuable(context)
+    stream = AgentEventStream()
+
+    async def produce() -> list[Any]:
+        return await run_agent_loop_continue(
+            context, config, _pusher(stream), stream_fn=stream_fn, signal=signal
+        )
+
+    async with background_stream(stream, produce):
+        yield stream
+
+
+def _pusher(stream: AgentEventStream) -> EmitFn:
+    async def push(event: AgentEvent) -> None:
+        stream.push(event)
+
+    return push
+
+
+def _check_continuable(context: AgentContext) -> None:
+    if not context.messages:
+        raise TranscriptError("Cannot continue: no messages in context")
+    last = context.messages[-1]
+    if isinstance(last, AssistantMessage):
+        raise TranscriptNotContinuableError(last.role)
+
+
+class _LoopRun:
+    """State of one loop invocation; the methods are the phases of the double loop."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        new_messages: list[Any],
+        config: AgentLoopConfig,
+        emit: EmitFn,
+        stream_fn: StreamFn,
+        signal: AbortSignal | None,
+    ) -> None:
+        self.context = context
+        self.new_messages = new_messages
+        self.config = config
+        self._emit = emit
+        self.stream_fn = stream_fn
+        self.signal = signal
+        self.turn_open = False
+        self.open_partial: AssistantMessage | None = None
+        self.ended = False
+
+    async def emit(self, event: AgentEvent) -> None:
+        if isinstance(event, TurnStart):
+            self.turn_open = True
+        elif isinstance(event, TurnEnd):
+            self.turn_open = False
+        elif isinstance(event, AgentEnd):
+            self.ended = True
+        await self._emit(event)
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    async def start(self, prompts: Sequence[Any]) -> None:
+        try:
+            await self.emit(AgentStart())
+            await self.emit(TurnStart())
+            for prompt in prompts:
+                await self.emit(MessageStart(prompt))
+                await self.emit(MessageEnd(prompt))
+            await self.run()
+        except Exception as exc:
+            if self.ended:
+                raise
+            await self.close_after_failure(exc)
+
+    async def run(self) -> None:
+        config = self.config
+        first_turn = True
+        pending = await self.poll(config.get_steering_messages)
+        while True:
+            more_tool_calls = True
+            while more_tool_calls or pending:
+                if await self.stop_if_aborted():
+                    return
+                if first_turn:
+                    first_turn = False
+                else:
+                    await self.emit(TurnStart())
+                for message in pending:
+                    await self.emit(MessageStart(message))
+                    await self.emit(MessageEnd(message))
+                    self.context.messages.append(message)
+                    self.new_messages.append(message)
+                pending = []
+                if await self.stop_if_aborted():
+                    return
+
+                message = await self.stream_assistant_response()
+                self.new_messages.append(message)
+                if message.stop_reason in ("error", "aborted"):
+                    await self.emit(TurnEnd(message, []))
+                    if message.stop_reason == "aborted" and should_append_interruption(self.signal):
+                        await self.append_interruption()
+                    await self.emit(AgentEnd(self.new_messages))
+                    return
+
+                tool_results = []
+                more_tool_calls = False
+                if message.stop_reason == "toolUse" and message.tool_calls():
+                    batch = await execute_tool_calls(
+                        self.context, message, self.config, self.signal, self.emit
+                    )
+                    tool_results = batch.messages
+                    more_tool_calls = not batch.terminate
+                    self.context.messages.extend(tool_results)
+                    self.new_messages.extend(tool_results)
+                await self.emit(TurnEnd(message, tool_results))
+                if await self.stop_if_aborted():
+                    return
+
+                turn = TurnContext(message, tool_results, self.context, self.new_messages)
+                await self.prepare_next_turn(turn)
+                if await self.stop_if_aborted():
+                    return
+                stop = self.config.should_stop_after_turn
+                if stop is not None and await maybe_await(stop(turn)):
+                    await self.emit(AgentEnd(self.new_messages))
+                    return
+                pending = await self.poll(self.config.get_steering_messages)
+                if await self.stop_if_aborted():
+                    return
+
+            follow_ups = await self.poll(self.config.get_follow_up_messages)
+            if not follow_ups:
+                break
+            pending = follow_ups  # same injection path as steering, same event order
+        await self.emit(AgentEnd(self.new_messages))
+
+    async def poll(self, source: Any) -> list[Any]:
+        if source is None:
+            return []
+        return list(await maybe_await(source()) or [])
+
+    async def prepare_next_turn(self, turn: TurnContext) -> None:
+        if self.config.prepare_next_turn is None:
+            return
+        update = await maybe_await(self.config.prepare_next_turn(turn))
+        if update is None:
+            return
+        if update.context is not None:
+            self.context = update.context
+        if update.model is not None or update.thinking_level is not None:
+            model = update.model or self.config.model
+            level = (
+                update.thinking_level
+                if update.thinking_level is not None
+                else self.config.thinking_level
+            )
+            self.config = replace(self.config, model=model, thinking_level=level)
+
+    async def stream_assistant_response(self) -> AssistantMessage:
+        config, context = self.config, self.context
+        messages = context.messages
+        if config.transform_context is not None:
+            messages = await maybe_await(config.transform_context(messages, self.signal))
+        llm_messages = await maybe_await(config.convert_to_llm(messages))
+        request = Context(context.system_prompt, llm_messages, list(context.tools))
+        api_key = None
+        if config.get_api_key is not None:
+            api_key = await maybe_await(config.get_api_key(config.model.provider))
+        options = config.stream_options.with_request(signal=self.signal, api_key=api_key)
+        options.reasoning = resolve_reasoning(config.model, config.thinking_level)
+
+        response = await maybe_await(self.stream_fn(config.model, request, options))
+        partial: AssistantMessage | None = None
+        try:
+            async for event in response:
+                kind = event.type
+                if kind == "start":
+                    partial = event.partial
+                    context.messages.append(partial)
+                    self.open_partial = partial
+                    await self.emit(MessageStart(partial))
+                elif kind == "done" or kind == "error":
+                    break
+                elif partial is not None:
+                    current = getattr(event, "partial", None)
+                    if current is not None and current is not partial:
+                        self._replace_in_context(partial, current)
+                        partial = self.open_partial = current
+                    await self.emit(MessageUpdate(partial, event))
+            final = await response.result()
+        except Exception as exc:
+            if partial is None:
+                raise
+            # keep what was streamed; record why it stopped
+            final = partial.model_copy(
+                update={
+                    "stop_reason": "aborted" if self.aborted else "error",
+                    "error_message": error_text(exc),
+                }
+            )
+        finally:
+            await response.aclose()
+        if not isinstance(final, AssistantMessage):
+            raise StreamError(f"stream_fn produced {type(final).__name__}, not an AssistantMessage")
+
+        final = remove_non_executable_tool_calls(final)
+        if partial is not None:
+            self._replace_in_context(partial, final)
+        else:
+            context.messages.append(final)
+            await self.emit(MessageStart(final))
+        self.open_partial = None
+        await self.emit(MessageEnd(final))
+        return final
+
+    def _replace_in_context(self, old: AssistantMessage, new: AssistantMessage) -> None:
+        messages = self.context.messages
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index] is old:
+                messages[index] = new
+                return
+        messages.append(new)
+
+    async def stop_if_aborted(self) -> bool:
+        """At a boundary: if aborted, persist the abort and close the lifecycle."""
+        if not self.aborted:
+            return False
+        assert self.signal is not None
+        aborted = create_failure_message(self.config.model, abort_reason(self.signal), aborted=True)
+        self.new_messages.append(aborted)
+        if not self.turn_open:
+            await self.emit(TurnStart())
+        await self.emit(MessageStart(aborted))
+        await self.emit(MessageEnd(aborted))
+        await self.emit(TurnEnd(aborted, []))
+        if should_append_interruption(self.signal):
+            await self.append_interruption()
+        await self.emit(AgentEnd(self.new_messages))
+        return True
+
+    async def append_interruption(self) -> None:
+        message = create_interrupted_turn_message()
+        self.new_messages.append(message)
+        await self.emit(MessageStart(message))
+        await self.emit(MessageEnd(message))
+
+    async def close_after_failure(self, error: Exception) -> None:
+        """A callback or the stream broke its contract: still close every open lifecycle."""
+        aborted = self.aborted
+        partial, self.open_partial = self.open_partial, None
+        if partial is not None:
+            failure = partial.model_copy(
+                update={
+                    "stop_reason": "aborted" if aborted else "error",
+                    "error_message": error_text(error),
+                }
+            )
+            self._replace_in_context(partial, failure)
+        else:
+            failure = create_failure_message(self.config.model, error, aborted=aborted)
+        self.new_messages.append(failure)
+        if not self.turn_open:
+            await self.emit(TurnStart())
+        if partial is None:
+            await self.emit(MessageStart(failure))
+        await self.emit(MessageEnd(failure))
+        await self.emit(TurnEnd(failure, []))
+        if aborted and should_append_interruption(self.signal):
+            await self.append_interruption()
+        await self.emit(AgentEnd(self.new_messages))

@@ -1,0 +1,354 @@
+"""Executing one assistant message's tool calls: resolve, validate, gate, run, finalize.
+
+Order of events (OpenClaw's): ``tool_execution_start`` for each call as it is prepared;
+``tool_execution_end`` when a call finishes (completion order in a parallel batch); then the
+``toolResult`` messages in the order the assistant made the calls. Any failure of a single call
+(unknown tool, invalid arguments, a veto, an exception, an abort) becomes an error result the
+model can read; nothing here raises for a tool's sake.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+
+from ..abort import AbortSignal
+from ..events import (
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
+from ..messages import AssistantMessage, ToolCall, ToolResultMessage
+from .interruption import error_text
+from .tools import (
+    AgentTool,
+    AgentToolResult,
+    ToolArgumentError,
+    coerce_tool_result,
+    error_tool_result,
+    validate_tool_arguments,
+)
+from .types import (
+    AfterToolCallContext,
+    AgentContext,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    DeferredToolCallContext,
+    EmitFn,
+    maybe_await,
+)
+
+__all__ = ["ToolBatchResult", "execute_tool_calls"]
+
+ABORTED_TEXT = "Operation aborted"
+BLOCKED_TEXT = "Tool execution was blocked"
+
+
+@dataclass(slots=True)
+class ToolBatchResult:
+    """The result messages of a batch and whether every result asked to end the run."""
+
+    messages: list[ToolResultMessage]
+    terminate: bool
+
+
+@dataclass(slots=True)
+class _Resolution:
+    tool: AgentTool | None = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    tool_call: ToolCall
+    tool: AgentTool
+    args: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Finalized:
+    tool_call: ToolCall
+    result: AgentToolResult
+    is_error: bool
+    execution_started: bool
+    error_kind: Literal["argument-validation"] | None = None
+    hide: bool = False
+
+
+class _Batch:
+    """One batch of tool calls; holds what every step needs so the steps stay small."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        message: AssistantMessage,
+        config: AgentLoopConfig,
+        signal: AbortSignal | None,
+        emit: EmitFn,
+    ) -> None:
+        self.context = context
+        self.message = message
+        self.config = config
+        self.signal = signal
+        self.emit = emit
+        self.resolutions: dict[int, _Resolution] = {}
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    # resolution -----------------------------------------------------------------------------
+
+    async def resolve(self, call: ToolCall) -> _Resolution:
+        cached = self.resolutions.get(id(call))
+        if cached is not None:
+            return cached
+        resolution = _Resolution()
+        try:
+            resolution.tool = self._find(call.name)
+            if resolution.tool is None and self.config.resolve_deferred_tool is not None:
+                deferred = DeferredToolCallContext(self.message, call, self.context)
+                found = await maybe_await(self.config.resolve_deferred_tool(deferred, self.signal))
+                if found is not None and found.name != call.name:
+                    raise ValueError(
+                        f'Deferred tool resolver returned "{found.name}" for requested '
+                        f'"{call.name}"'
+                    )
+                if found is not None:
+                    # later turns of this run can call the hydrated tool directly
+                    self.context.tools = [*self.context.tools, found]
+                resolution.tool = found
+        except Exception as exc:
+            resolution = _Resolution(error=exc)
+        self.resolutions[id(call)] = resolution
+        return resolution
+
+    def _find(self, name: str) -> AgentTool | None:
+        for candidate in self.context.tools:
+            if candidate.name == name:
+                return candidate
+        return None
+
+    def hides(self, call: ToolCall) -> bool:
+        resolution = self.resolutions.get(id(call))
+        found = resolution.tool if resolution is not None else self._find(call.name)
+        return bool(found is not None and found.hide_from_channel_progress)
+
+    # preparation ----------------------------------------------------------------------------
+
+    async def prepare(self, call: ToolCall) -> _Prepared | _Finalized:
+        resolution = await self.resolve(call)
+        if resolution.error is not None:
+            text = ABORTED_TEXT if self.aborted else error_text(resolution.error)
+            return self._immediate(call, text)
+        found = resolution.tool
+        if found is None:
+            return self._immediate(call, f"Tool {call.name} not found")
+        checked_call = call
+        if found.prepare_arguments is not None:
+            try:
+                prepared_args = found.prepare_arguments(call.arguments)
+            except Exception as exc:
+                return self._immediate(call, error_text(exc))
+            checked_call = call.model_copy(update={"arguments": prepared_args})
+        try:
+            args = validate_tool_arguments(found, checked_call)
+        except ToolArgumentError as exc:
+            return self._immediate(call, str(exc), error_kind="argument-validation")
+        try:
+            if self.config.before_tool_call is not None:
+                gate = BeforeToolCallContext(self.message, call, args, self.context)
+                verdict = await maybe_await(self.config.before_tool_call(gate, self.signal))
+                if self.aborted:
+                    return self._immediate(call, ABORTED_TEXT)
+                if verdict is not None and verdict.block:
+                    return self._immediate(call, verdict.reason or BLOCKED_TEXT)
+        except Exception as exc:
+            return self._immediate(call, error_text(exc))
+        if self.aborted:
+            return self._immediate(call, ABORTED_TEXT)
+        return _Prepared(call, found, args)
+
+    def _immediate(
+        self,
+        call: ToolCall,
+        text: str,
+        *,
+        error_kind: Literal["argument-validation"] | None = None,
+    ) -> _Finalized:
+        return _Finalized(
+            call, error_tool_result(text), True, False, error_kind, hide=self.hides(call)
+        )
+
+    # execution ------------------------------------------------------------------------------
+
+    async def run(self, prepared: _Prepared) -> _Finalized:
+        if self.aborted:
+            # a later call's preflight aborted the run: an earlier prepared call must not start
+            return _Finalized(prepared.tool_call, error_tool_result(ABORTED_TEXT), True, False)
+        result, is_error = await self._execute(prepared)
+        if self.config.after_tool_call is not None:
+            try:
+                after = AfterToolCallContext(
+                    self.message, prepared.tool_call, prepared.args, result, is_error, self.context
+                )
+                override = await maybe_await(self.config.after_tool_call(after, self.signal))
+                if override is not None:
+                    result, is_error = override.apply(result, is_error)
+            except Exception as exc:
+                result, is_error = error_tool_result(error_text(exc)), True
+        return _Finalized(
+            prepared.tool_call,
+            result,
+            is_error,
+            True,
+            hide=prepared.tool.hide_from_channel_progress,
+        )
+
+    async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
+        call, found = prepared.tool_call, prepared.tool
+        hide = found.hide_from_channel_progress or None
+        updates_send, updates_receive = anyio.create_memory_object_stream[ToolExecutionUpdate](
+            math.inf
+        )
+        accepting = True
+
+        def on_update(partial: AgentToolResult) -> None:
+            if accepting:
+                event = ToolExecutionUpdate(call.id, call.name, call.arguments, partial, hide)
+                updates_send.send_nowait(event)
+
+        async def pump() -> None:
+            async with updates_receive:
+                async for event in updates_receive:
+                    await self.emit(event)
+
+        cancel_on_abort = (
+            self.signal.linked_cancel_scope(ignore_handoff=True)
+            if self.signal is not None
+            else nullcontext()
+        )
+        # what stands if the abort cancels the tool before it returns
+        outcome = (error_tool_result(ABORTED_TEXT), True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            try:
+                with cancel_on_abort:
+                    value = await found.execute(call.id, prepared.args, self.signal, on_update)  # type: ignore[misc]
+                    outcome = (coerce_tool_result(value), False)
+            except Exception as exc:
+                outcome = (error_tool_result(error_text(exc)), True)
+            finally:
+                accepting = False
+                updates_send.close()
+        return outcome
+
+    # events ---------------------------------------------------------------------------------
+
+    async def start_event(self, call: ToolCall) -> None:
+        hide = self.hides(call) or None
+        await self.emit(ToolExecutionStart(call.id, call.name, call.arguments, hide))
+
+    async def end_event(self, done: _Finalized) -> None:
+        await self.emit(
+            ToolExecutionEnd(
+                done.tool_call.id,
+                done.tool_call.name,
+                done.result,
+                done.is_error,
+                done.execution_started,
+                done.error_kind,
+                done.hide or None,
+            )
+        )
+
+    async def result_message(self, done: _Finalized) -> ToolResultMessage:
+        fields: dict[str, Any] = {
+            "tool_call_id": done.tool_call.id,
+            "tool_name": done.tool_call.name,
+            "content": done.result.content,
+            "is_error": done.is_error,
+        }
+        if done.result.details is not None:
+            fields["details"] = done.result.details
+        message = ToolResultMessage(**fields)
+        await self.emit(MessageStart(message))
+        await self.emit(MessageEnd(message))
+        return message
+
+
+async def execute_tool_calls(
+    context: AgentContext,
+    message: AssistantMessage,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: EmitFn,
+) -> ToolBatchResult:
+    """Run the tool calls of ``message``; parallel unless configured or a tool says otherwise."""
+    batch = _Batch(context, message, config, signal, emit)
+    calls = message.tool_calls()
+    sequential = config.tool_execution == "sequential"
+    if not sequential:
+        for call in calls:
+            resolution = await batch.resolve(call)
+            if resolution.tool is not None and resolution.tool.execution_mode == "sequential":
+                sequential = True
+                break
+            if batch.aborted:
+                break
+    run_batch = _sequential if sequential else _parallel
+    finalized, messages = await run_batch(batch, calls)
+    terminate = bool(finalized) and all(done.result.terminate is True for done in finalized)
+    return ToolBatchResult(messages, terminate)
+
+
+async def _sequential(
+    batch: _Batch, calls: list[ToolCall]
+) -> tuple[list[_Finalized], list[ToolResultMessage]]:
+    finalized: list[_Finalized] = []
+    messages: list[ToolResultMessage] = []
+    for call in calls:
+        await batch.start_event(call)
+        prepared = await batch.prepare(call)
+        done = prepared if isinstance(prepared, _Finalized) else await batch.run(prepared)
+        await batch.end_event(done)
+        messages.append(await batch.result_message(done))
+        finalized.append(done)
+        if batch.aborted:
+            break
+    return finalized, messages
+
+
+async def _parallel(
+    batch: _Batch, calls: list[ToolCall]
+) -> tuple[list[_Finalized], list[ToolResultMessage]]:
+    slots: list[_Finalized | _Prepared] = []
+    for call in calls:
+        await batch.start_event(call)
+        prepared = await batch.prepare(call)
+        if isinstance(prepared, _Finalized):
+            await batch.end_event(prepared)
+        slots.append(prepared)
+        if batch.aborted:
+            break
+
+    results: list[_Finalized | None] = [s if isinstance(s, _Finalized) else None for s in slots]
+
+    async def run_one(index: int, prepared: _Prepared) -> None:
+        done = await batch.run(prepared)
+        await batch.end_event(done)
+        results[index] = done
+
+    async with anyio.create_task_group() as tg:
+        for index, slot in enumerate(slots):
+            if isinstance(slot, _Prepared):
+                tg.start_soon(run_one, index, slot)
+    finalized = [done for done in results if done is not None]
+    # result messages follow the assistant's call order, whatever order the tools finished in
+    return finalized, [await batch.result_message(done) for done in finalized]
