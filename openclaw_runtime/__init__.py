@@ -1,0 +1,111 @@
+"""openclaw-runtime: an async agent runtime that recovers by itself.
+
+Build a ``Runtime``, create an ``Agent`` with tools, send a prompt and consume its live event
+stream. Plugins extend the runtime through the hooks in ``openclaw_runtime.hookspecs``; write
+them with ``from openclaw_runtime import hookimpl``.
+"""
+
+from __future__ import annotations
+
+from ._exceptions import (
+    AgentBusyError,
+    ComponentNotFoundError,
+    ConfigurationError,
+    FailoverExhaustedError,
+    HookError,
+    OpenClawRuntimeDeprecationWarning,
+    OpenClawRuntimeError,
+    OpenClawRuntimeWarning,
+    PluginConflictError,
+    PluginError,
+    PluginLoadError,
+    PluginValidationError,
+    ProviderError,
+    RunBlockedError,
+    StreamError,
+    StreamRepairError,
+    TranscriptError,
+    TranscriptNotContinuableError,
+    UnknownContextEngineError,
+)
+from ._markers import hookimpl
+from ._runtime import Runtime
+from ._types import RunBlock
+from .abort import AbortController, AbortError, AbortSignal, TurnHandoff
+from .agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, tool
+from .config import RuntimeConfig
+from .events import AgentEventStream, AssistantMessageEventStream, EventStream
+from .llm import Context, Model, StreamOptions, Tool
+from .messages import (
+    AssistantMessage,
+    CustomMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Agent",
+    "AgentBusyError",
+    "AgentContext",
+    "AgentEventStream",
+    "AgentLoopConfig",
+    "AgentTool",
+    "AgentToolResult",
+    "AssistantMessage",
+    "AssistantMessageEventStream",
+    "ComponentNotFoundError",
+    "ConfigurationError",
+    "Context",
+    "CustomMessage",
+    "EventStream",
+    "FailoverExhaustedError",
+    "HookError",
+    "ImageContent",
+    "Model",
+    "OpenClawRuntimeDeprecationWarning",
+    "OpenClawRuntimeError",
+    "OpenClawRuntimeWarning",
+    "PluginConflictError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginValidationError",
+    "ProviderError",
+    "RunBlock",
+    "RunBlockedError",
+    "Runtime",
+    "RuntimeConfig",
+    "StreamError",
+    "StreamOptions",
+    "StreamRepairError",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolCall",
+    "ToolResultMessage",
+    "TranscriptError",
+    "TranscriptNotContinuableError",
+    "TurnHandoff",
+    "UnknownContextEngineError",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "hookimpl",
+    "tool",
+]
+
+# Errors report the package as their home in tracebacks, as httpx's do.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and issubclass(_obj, BaseException | Warning):
+        _obj.__module__ = "openclaw_runtime"
+del _name, _obj

@@ -519,9 +519,15 @@ async def background_stream(stream: S, producer: Callable[[], Awaitable[Any]]) -
             raise
         stream.end(result)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(main)
-        yield stream
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(main)
+            yield stream
+    except BaseExceptionGroup as group:
+        # the block's own exception (or a lone failure) surfaces as itself, not as a group
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from group.exceptions[0].__cause__
+        raise
     if error is not None:
         raise error
 

@@ -99,7 +99,9 @@ def thinking(value: str, *, signature: str | None = None) -> _Thinking:
     return _Thinking(value, signature)
 
 
-def tool_call(name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None) -> _ToolCall:
+def tool_call(
+    name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None
+) -> _ToolCall:
     """A structured tool call; its JSON arguments stream in two deltas."""
     return _ToolCall(name, dict(arguments or {}), id)
 
@@ -169,7 +171,9 @@ class FakeProvider:
         self._script.extend(responses)
         return self
 
-    def reply(self, *steps: Step | str, stop_reason: Literal["stop", "length"] | None = None) -> FakeProvider:
+    def reply(
+        self, *steps: Step | str, stop_reason: Literal["stop", "length"] | None = None
+    ) -> FakeProvider:
         """Enqueue a response made of ``steps`` (a plain string is a text step)."""
         parsed = [text(s) if isinstance(s, str) else s for s in steps]
         return self.enqueue(FakeResponse(parsed, stop_reason=stop_reason))
@@ -190,7 +194,9 @@ class FakeProvider:
     ) -> AssistantMessageEventStream:
         """Answer one request with the next scripted response."""
         request = FakeRequest(
-            model, Context(context.system_prompt, list(context.messages), list(context.tools)), options
+            model,
+            Context(context.system_prompt, list(context.messages), list(context.tools)),
+            options,
         )
         self.history.append(request)
         return AssistantMessageEventStream(self._events(request))

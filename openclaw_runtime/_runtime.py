@@ -1,0 +1,464 @@
+"""``Runtime``: one configured host. It owns a plugin manager, the component registries
+collected from plugins, and ``Hooks``, the typed facade that is the only caller of hooks.
+
+Hooks are called one implementation at a time so every answer, registration and failure is
+attributed to the plugin by name. A plugin that raises while a run is going is recorded in
+``runtime.hooks.faults`` and skipped; it never takes the run down.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._exceptions import (
+    ConfigurationError,
+    HookError,
+    OpenClawRuntimeError,
+    RunBlockedError,
+)
+from ._plugins import (
+    HookCall,
+    OpenClawPluginManager,
+    PluginRecord,
+    get_plugin_manager,
+    resolve_plugin_policy,
+)
+from ._registry import ComponentRegistry, Registration
+from ._types import RunBlock
+from .agent import Agent, AgentTool
+from .config import RuntimeConfig
+from .events import Event
+from .failover.reasons import FailoverClassification, FailoverSignal
+from .llm import Model, StreamFn
+from .messages import UserMessage
+from .providers.registry import ModelRegistry
+from .transcript.policy import TranscriptPolicy
+
+__all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
+
+logger = logging.getLogger("openclaw_runtime")
+
+BACKEND_KINDS = ("lanes", "auth_store", "session_store")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginFault:
+    """A plugin raised inside a hook; recorded, reported, and otherwise ignored."""
+
+    plugin: str | None
+    hook: str
+    error: str
+    at: float
+
+
+@dataclass
+class Components:
+    """Everything plugins registered, by slot."""
+
+    providers: ComponentRegistry[StreamFn] = field(
+        default_factory=lambda: ComponentRegistry("provider API")
+    )
+    models: ModelRegistry = field(default_factory=ModelRegistry)
+    context_engines: ComponentRegistry[Callable[..., Any]] = field(
+        default_factory=lambda: _engine_registry()
+    )
+    transcript_sanitizers: ComponentRegistry[Callable[..., Any]] = field(
+        default_factory=lambda: ComponentRegistry("transcript sanitizer")
+    )
+    stream_repairers: ComponentRegistry[Callable[..., Any]] = field(
+        default_factory=lambda: ComponentRegistry("stream repairer")
+    )
+    tool_call_formats: ComponentRegistry[Any] = field(
+        default_factory=lambda: ComponentRegistry("tool-call format")
+    )
+    backends: dict[str, ComponentRegistry[Callable[..., Any]]] = field(
+        default_factory=lambda: {
+            kind: ComponentRegistry(f"{kind} backend") for kind in BACKEND_KINDS
+        }
+    )
+
+
+def _engine_registry() -> ComponentRegistry[Callable[..., Any]]:
+    from ._exceptions import UnknownContextEngineError
+
+    return ComponentRegistry("context engine", not_found=UnknownContextEngineError)
+
+
+class Hooks:
+    """Typed, guarded calls of every hook; nothing else in the host calls ``pm.hook``."""
+
+    def __init__(self, pm: OpenClawPluginManager, *, strict: bool = False, trace: bool = False):
+        self._pm = pm
+        self.strict = strict
+        self.trace = trace
+        self.faults: list[PluginFault] = []
+        self.observes_events = bool(self._impls("on_agent_event"))
+
+    # plumbing ---------------------------------------------------------------------------------
+
+    def _impls(self, hook_name: str) -> list[Any]:
+        caller = getattr(self._pm.hook, hook_name)
+        # pluggy calls the last registered (and tryfirst) implementations first
+        return [i for i in reversed(caller.get_hookimpls()) if not (i.wrapper or i.hookwrapper)]
+
+    def _call(self, impl: Any, hook_name: str, kwargs: Mapping[str, Any]) -> Any:
+        monitors = self._pm.call_monitors
+        try:
+            result = impl.function(*(kwargs[name] for name in impl.argnames))
+        except Exception as exc:
+            for monitor in monitors:
+                monitor(HookCall(hook_name, impl.plugin_name, kwargs, error=exc))
+            raise
+        for monitor in monitors:
+            monitor(HookCall(hook_name, impl.plugin_name, kwargs, result))
+        if self.trace:
+            sys.stderr.write(f"[openclaw_runtime] {hook_name} <- {impl.plugin_name}: {result!r}\n")
+        return result
+
+    def _fault(self, impl: Any, hook_name: str, exc: Exception) -> None:
+        exc.add_note(f"raised by plugin {impl.plugin_name!r} in hook {hook_name!r}")
+        self.faults.append(
+            PluginFault(impl.plugin_name, hook_name, f"{type(exc).__name__}: {exc}", time.time())
+        )
+        logger.warning(
+            "plugin %r raised in hook %s: %s", impl.plugin_name, hook_name, exc, exc_info=exc
+        )
+
+    def _first(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, str | None]:
+        for impl in self._impls(hook_name):
+            try:
+                result = self._call(impl, hook_name, kwargs)
+            except Exception as exc:
+                self._fault(impl, hook_name, exc)
+                continue
+            if result is not None:
+                return result, impl.plugin_name
+        return None, None
+
+    def _each(self, hook_name: str, kwargs: Mapping[str, Any]) -> None:
+        for impl in self._impls(hook_name):
+            try:
+                self._call(impl, hook_name, kwargs)
+            except Exception as exc:
+                self._fault(impl, hook_name, exc)
+
+    def collect(
+        self, hook_name: str, commit: Callable[[str | None, tuple[Any, ...], dict[str, Any]], None]
+    ) -> None:
+        """Call a registration hook plugin by plugin; commit what each plugin registered.
+
+        A plugin's registrations are committed only if its hook returned normally, so a
+        plugin that raises halfway leaves nothing half-registered.
+        """
+        for impl in self._impls(hook_name):
+            pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+            def register(*args: Any, **options: Any) -> None:
+                pending.append((args, options))
+
+            try:
+                self._call(impl, hook_name, {"register": register})
+            except OpenClawRuntimeError:
+                raise
+            except Exception as exc:
+                if self.strict:
+                    raise HookError(
+                        f"plugin {impl.plugin_name!r} raised in {hook_name}: {exc}",
+                        hook_name=hook_name,
+                        plugin_name=impl.plugin_name,
+                    ) from exc
+                self._fault(impl, hook_name, exc)
+                continue
+            for args, options in pending:
+                try:
+                    commit(impl.plugin_name, args, options)
+                except TypeError as exc:
+                    raise ConfigurationError(
+                        f"plugin {impl.plugin_name!r} called register() of {hook_name} "
+                        f"with bad arguments: {exc}"
+                    ) from exc
+
+    # typed hooks -------------------------------------------------------------------------------
+
+    def runtime_configured(self, runtime: Runtime) -> None:
+        """Tell every plugin the runtime is ready."""
+        self._each("runtime_configured", {"runtime": runtime})
+
+    def runtime_shutdown(self, runtime: Runtime) -> None:
+        """Tell every plugin the runtime is closing."""
+        self._each("runtime_shutdown", {"runtime": runtime})
+
+    def before_agent_run(
+        self,
+        *,
+        session_id: str | None,
+        session_key: str | None,
+        prompt: str,
+        provider: str,
+        model: str,
+        trigger: str,
+    ) -> tuple[RunBlock | None, str | None]:
+        """The first veto and the plugin that issued it, or ``(None, None)``."""
+        kwargs = {
+            "session_id": session_id,
+            "session_key": session_key,
+            "prompt": prompt,
+            "provider": provider,
+            "model": model,
+            "trigger": trigger,
+        }
+        result, plugin = self._first("before_agent_run", kwargs)
+        if result is None:
+            return None, None
+        if isinstance(result, str):
+            result = RunBlock(result)
+        return result, plugin
+
+    def on_agent_event(self, event: Event, session_id: str | None) -> None:
+        """Hand an event to every observer."""
+        if self.observes_events:
+            self._each("on_agent_event", {"event": event, "session_id": session_id})
+
+    def classify_failover(
+        self, signal: FailoverSignal
+    ) -> tuple[FailoverClassification | None, str | None]:
+        """The first classification and the plugin that gave it."""
+        kwargs = {
+            "signal": signal,
+            "provider": signal.provider,
+            "model": signal.model,
+            "status": signal.status,
+            "message": signal.message,
+            "code": signal.code,
+            "error_type": signal.error_type,
+        }
+        return self._first("classify_failover", kwargs)
+
+    def validate_replay_turns(
+        self, messages: list[Any], policy: TranscriptPolicy
+    ) -> tuple[list[Any] | None, str | None]:
+        """The first validator's answer and its plugin."""
+        return self._first("validate_replay_turns", {"messages": messages, "policy": policy})
+
+    def collect_components(self, config: RuntimeConfig) -> Components:
+        """Run every registration hook and return the filled registries."""
+        components = Components()
+
+        def named(
+            registry: ComponentRegistry[Any],
+        ) -> Callable[[str | None, tuple[Any, ...], dict[str, Any]], None]:
+            def commit(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
+                name, component = args
+                registry.add(name, component, plugin=plugin, **options)
+
+            return commit
+
+        def model(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
+            (value,) = args
+            components.models.add(value, aliases=tuple(options.get("aliases", ())), plugin=plugin)
+
+        def backend(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
+            kind, name, factory = args
+            if kind not in components.backends:
+                raise ConfigurationError(
+                    f"plugin {plugin!r} registered a backend of unknown kind {kind!r}; "
+                    f"kinds: {', '.join(BACKEND_KINDS)}"
+                )
+            components.backends[kind].add(name, factory, plugin=plugin)
+
+        self.collect("register_providers", named(components.providers))
+        self.collect("register_models", model)
+        for configured in config.models:
+            components.models.add(configured, plugin=None)
+        self.collect("register_context_engines", named(components.context_engines))
+        self.collect("register_transcript_sanitizers", named(components.transcript_sanitizers))
+        self.collect("register_stream_repairers", named(components.stream_repairers))
+        self.collect("register_tool_call_formats", named(components.tool_call_formats))
+        self.collect("register_backends", backend)
+        return components
+
+
+class Runtime:
+    """A configured openclaw-runtime host.
+
+    ``Runtime()`` reads no files; pass a ``RuntimeConfig`` (or a dict, or
+    ``RuntimeConfig.load()``). Entry-point plugins load unless ``load_entrypoints=False``.
+    """
+
+    def __init__(
+        self,
+        config: RuntimeConfig | Mapping[str, Any] | None = None,
+        *,
+        plugins: Sequence[Any] = (),
+        load_entrypoints: bool = True,
+        allow: Sequence[str] | None = None,
+        blocked: Sequence[str] | None = None,
+        on_load_failure: Literal["raise", "warn"] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = RuntimeConfig.coerce(config)
+        settings = self.config.plugins
+        self.plugin_policy = resolve_plugin_policy(
+            env=os.environ if env is None else env,
+            config_allow=settings.allow,
+            config_disable=settings.disable,
+            config_strict=settings.strict,
+            config_trace=settings.trace,
+            allow=allow,
+            blocked=blocked,
+            strict=None if on_load_failure is None else on_load_failure == "raise",
+        )
+        self.plugin_manager = get_plugin_manager(
+            plugins=plugins, load_entrypoints=load_entrypoints, policy=self.plugin_policy
+        )
+        self.hooks = Hooks(
+            self.plugin_manager, strict=self.plugin_policy.strict, trace=self.plugin_policy.trace
+        )
+        self._components: Components | None = None
+        self.closed = False
+        self.hooks.runtime_configured(self)
+
+    # components --------------------------------------------------------------------------------
+
+    @property
+    def components(self) -> Components:
+        """Registries filled from every plugin's registration hooks (collected once)."""
+        if self._components is None:
+            self._components = self.hooks.collect_components(self.config)
+        return self._components
+
+    @property
+    def models(self) -> ModelRegistry:
+        """The model catalog."""
+        return self.components.models
+
+    def resolve_model(self, name: str | Model | None = None) -> Model:
+        """A model by name (``provider/id``, alias or id); None means the configured default."""
+        if isinstance(name, Model):
+            return name
+        name = name or self.config.agent.model
+        if not name:
+            raise ConfigurationError(
+                "no model given and no default model configured ([agent] model)"
+            )
+        return self.models.resolve(name)
+
+    def stream_fn_for(self, model: Model) -> StreamFn:
+        """The provider implementation that speaks ``model.api``."""
+        return self.components.providers.get(model.api)
+
+    # agents -------------------------------------------------------------------------------------
+
+    def create_agent(
+        self,
+        *,
+        model: str | Model | None = None,
+        tools: Sequence[AgentTool] = (),
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        session_key: str | None = None,
+        trigger: str = "user",
+        **agent_options: Any,
+    ) -> Agent:
+        """An ``Agent`` wired to this runtime: its model's provider, ``before_agent_run``
+        vetoes and ``on_agent_event`` observers."""
+        resolved = self.resolve_model(model)
+        stream_fn = agent_options.pop("stream_fn", None) or self.stream_fn_for(resolved)
+        hooks = self.hooks
+
+        def gate(prompts: list[Any]) -> None:
+            text = "\n".join(m.text() for m in prompts if isinstance(m, UserMessage))
+            block, plugin = hooks.before_agent_run(
+                session_id=session_id,
+                session_key=session_key,
+                prompt=text,
+                provider=resolved.provider,
+                model=resolved.id,
+                trigger=trigger,
+            )
+            if block is not None:
+                raise RunBlockedError(block.reason, plugin_name=plugin)
+
+        agent = Agent(
+            model=resolved,
+            stream_fn=stream_fn,
+            system_prompt=self.config.agent.system_prompt
+            if system_prompt is None
+            else system_prompt,
+            thinking_level=agent_options.pop("thinking_level", self.config.agent.thinking_level),
+            tools=tools,
+            before_run=gate,
+            **agent_options,
+        )
+        if hooks.observes_events:
+            agent.subscribe(lambda event, _signal: hooks.on_agent_event(event, session_id))
+        return agent
+
+    # introspection ------------------------------------------------------------------------------
+
+    def plugin_records(self) -> list[PluginRecord]:
+        """Every plugin with its status, distribution, version and hooks."""
+        return self.plugin_manager.plugin_records()
+
+    def describe_plugins(self) -> list[dict[str, Any]]:
+        """JSON-ready description of every plugin (``openclaw-runtime plugins``)."""
+        faults: dict[str | None, list[PluginFault]] = {}
+        for fault in self.hooks.faults:
+            faults.setdefault(fault.plugin, []).append(fault)
+        out = []
+        for record in self.plugin_records():
+            out.append(
+                {
+                    "name": record.name,
+                    "source": record.source,
+                    "status": record.status,
+                    "distribution": record.distribution,
+                    "version": record.version,
+                    "entry_point": record.entry_point,
+                    "hooks": record.hooks,
+                    "load_error": record.error,
+                    "hook_errors": [
+                        {"hook": f.hook, "error": f.error} for f in faults.get(record.name, [])
+                    ],
+                }
+            )
+        return out
+
+    def registrations(self) -> dict[str, list[Registration[Any]]]:
+        """Every registered component by slot, with the plugin that registered it."""
+        components = self.components
+        slots: dict[str, list[Registration[Any]]] = {
+            "providers": components.providers.registrations(),
+            "context_engines": components.context_engines.registrations(),
+            "transcript_sanitizers": components.transcript_sanitizers.registrations(),
+            "stream_repairers": components.stream_repairers.registrations(),
+            "tool_call_formats": components.tool_call_formats.registrations(),
+        }
+        for kind, registry in components.backends.items():
+            slots[f"backends.{kind}"] = registry.registrations()
+        return slots
+
+    # lifecycle ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Shut down: ``runtime_shutdown`` is delivered once."""
+        if self.closed:
+            return
+        self.closed = True
+        self.hooks.runtime_shutdown(self)
+
+    async def aclose(self) -> None:
+        """Async form of ``close()``."""
+        self.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

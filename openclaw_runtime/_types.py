@@ -1,0 +1,46 @@
+"""Small shared types of the plugin contract: registration callbacks and hook answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "RegisterBackend",
+    "RegisterComponent",
+    "RegisterModel",
+    "RegisterOrdered",
+    "RunBlock",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunBlock:
+    """A ``before_agent_run`` veto: the run does not start; ``reason`` says why."""
+
+    reason: str
+
+
+class RegisterComponent(Protocol):
+    """``register(name, component)``: contribute a named component to a slot."""
+
+    def __call__(self, name: str, component: Any, /) -> None: ...
+
+
+class RegisterOrdered(Protocol):
+    """``register(name, component, *, order=100)``: contribute a pipeline stage."""
+
+    def __call__(self, name: str, component: Any, /, *, order: int = 100) -> None: ...
+
+
+class RegisterModel(Protocol):
+    """``register(model, *, aliases=())``: contribute a model and its short names."""
+
+    def __call__(self, model: Any, /, *, aliases: tuple[str, ...] | list[str] = ()) -> None: ...
+
+
+class RegisterBackend(Protocol):
+    """``register(kind, name, factory)``: contribute a lane, auth-store or session backend."""
+
+    def __call__(self, kind: str, name: str, factory: Callable[..., Any], /) -> None: ...

@@ -1,0 +1,313 @@
+"""The plugin contract of openclaw-runtime: every hook a plugin can implement.
+
+A plugin is a module (or object) with functions decorated ``@openclaw_runtime.hookimpl``,
+published under the entry-point group ``openclaw_runtime``::
+
+    # pyproject.toml:  [project.entry-points.openclaw_runtime]  hello = "openclaw_runtime_hello.plugin"
+    from openclaw_runtime import hookimpl
+
+    @hookimpl
+    def register_context_engines(register):
+        register("sliding_window", SlidingWindowEngine)
+
+Implementations take only the arguments they need, by name. Registration hooks are called one
+plugin at a time so every component is attributed to the plugin that registered it; an
+exception from a plugin is reported under the plugin's name and never crashes a run. Built-in
+implementations are ``trylast``, so a plugin's answer always comes first. Hook wrappers are
+not supported on these hooks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._markers import hookspec
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from ._runtime import Runtime
+    from ._types import RegisterBackend, RegisterComponent, RegisterModel, RegisterOrdered, RunBlock
+    from .events import Event
+    from .failover.reasons import FailoverClassification, FailoverSignal
+    from .transcript.policy import TranscriptPolicy
+
+__all__ = [
+    "before_agent_run",
+    "classify_failover",
+    "on_agent_event",
+    "register_backends",
+    "register_context_engines",
+    "register_models",
+    "register_providers",
+    "register_stream_repairers",
+    "register_tool_call_formats",
+    "register_transcript_sanitizers",
+    "runtime_add_hookspecs",
+    "runtime_configured",
+    "runtime_shutdown",
+    "validate_replay_turns",
+]
+
+
+# --------------------------------------------------------------------------- Lifecycle
+
+
+@hookspec(historic=True)
+def runtime_add_hookspecs(pm: pluggy.PluginManager) -> None:
+    """Add a plugin's own hookspecs to the plugin manager.
+
+    Called once per plugin manager, before any plugin is checked against the specs; plugins
+    registered later still receive it (historic). New hook names must start with the plugin's
+    own name, e.g. ``lossless_before_compact``.
+
+    :param pm: the ``pluggy.PluginManager`` of the runtime; call ``pm.add_hookspecs(module)``.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(historic=True)
+def runtime_configured(runtime: Runtime) -> None:
+    """The runtime finished loading plugins and its configuration.
+
+    Called once per ``Runtime``; plugins registered later still receive it (historic).
+
+    :param runtime: the ``Runtime``; read ``runtime.config`` for settings.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def runtime_shutdown(runtime: Runtime) -> None:
+    """The runtime is closing; release connections and background tasks.
+
+    Called once, from ``Runtime.aclose()``. Every implementation is called even if one raises.
+
+    :param runtime: the ``Runtime`` being closed.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def before_agent_run(
+    session_id: str | None,
+    session_key: str | None,
+    prompt: str,
+    provider: str,
+    model: str,
+    trigger: str,
+) -> RunBlock | None:
+    """Decide whether a run may start (policy gates, quotas, maintenance windows).
+
+    Called once per run, before the run takes its lane or calls a model.
+
+    :param session_id: the session the run belongs to, if any.
+    :param session_key: the session's routing key, if known.
+    :param prompt: the text of the prompt (empty for a continuation).
+    :param provider: the provider of the resolved model.
+    :param model: the id of the resolved model.
+    :param trigger: what started the run: ``user``, ``manual``, ``cron``, ``heartbeat``...
+    :returns: a ``RunBlock`` to veto the run, ``None`` for no opinion.
+
+    Stops at first non-None result. A plugin that raises is reported and treated as having
+    no opinion.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_agent_event(event: Event, session_id: str | None) -> None:
+    """Observe every event of every run (metrics, audit logs, UIs).
+
+    Called for each event in order, including one per streamed delta, so keep it cheap. The
+    runtime skips the call entirely when no plugin implements this hook.
+
+    :param event: the event (``event.type`` is its wire name; ``event.to_dict()`` renders it).
+    :param session_id: the session of the run, if any.
+    :returns: nothing; exceptions are reported and swallowed.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Context engines
+
+
+@hookspec
+def register_context_engines(register: RegisterComponent) -> None:
+    """Contribute context engines (how context is assembled and compacted).
+
+    Called once per runtime. ``register(name, factory)``: ``factory()`` returns an engine.
+    The runtime picks the engine named by ``context_engine`` in its config and wraps it in a
+    quarantine proxy that falls back to the built-in ``legacy`` engine when it raises.
+
+    :param register: the registration callback; a name registered twice is a
+        ``PluginConflictError`` naming both plugins.
+    :returns: nothing.
+
+    Ordering: the built-in ``legacy`` engine is registered by a ``trylast`` built-in.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Provider failover
+
+
+@hookspec(firstresult=True)
+def classify_failover(
+    signal: FailoverSignal,
+    provider: str | None,
+    model: str | None,
+    status: int | None,
+    message: str | None,
+    code: str | None,
+    error_type: str | None,
+) -> FailoverClassification | None:
+    """Classify a failed model call: why did it fail?
+
+    Called once per failure, before any failover decision. The convenience arguments repeat
+    fields of ``signal``; take whichever you need.
+
+    :param signal: all facts of the failure (status, retry-after, code, type, message,
+        provider, details).
+    :param provider: the provider that failed, e.g. ``anthropic``.
+    :param model: the model id, if known.
+    :param status: the HTTP status, if any.
+    :param message: the error text.
+    :param code: the provider's error code, if any.
+    :param error_type: the provider's error type, if any.
+    :returns: a ``FailoverClassification``, or ``None`` when the plugin has no opinion (for
+        example because the failure is not from its provider).
+
+    Stops at first non-None result. Provider plugins answer first; the built-in generic
+    classifier is ``trylast``. A plugin that raises is skipped and reported.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Transcript
+
+
+@hookspec
+def register_transcript_sanitizers(register: RegisterOrdered) -> None:
+    """Contribute transcript sanitizers, run on the history before every model call.
+
+    Called once per runtime. ``register(name, fn, *, order=100)``; the host runs enabled
+    sanitizers in ``(order, name)`` order; ``fn(messages, policy)`` returns new messages and
+    must be deterministic and idempotent (prompt caches depend on byte-identical output).
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any] | None:
+    """Make a sanitized history acceptable to one provider (turn order, alternation).
+
+    Called once per model call, after the sanitizers.
+
+    :param messages: the sanitized history (do not mutate; return a new list).
+    :param policy: the transcript policy of the target model.
+    :returns: the validated history, or ``None`` when the plugin does not handle this
+        provider.
+
+    Stops at first non-None result. Provider plugins answer first; the generic validator is
+    ``trylast``.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Streaming
+
+
+@hookspec
+def register_stream_repairers(register: RegisterOrdered) -> None:
+    """Contribute stream repairers: async transformers of assistant-message event streams.
+
+    Called once per runtime. ``register(name, transformer, *, order=100)``; a transformer is
+    ``transformer(events, context) -> AsyncIterator[event]`` and the host composes them in
+    ``(order, name)`` order around each provider stream.
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_tool_call_formats(register: RegisterComponent) -> None:
+    """Contribute parsers for tool calls a model writes as plain text.
+
+    Called once per runtime. ``register(name, parser)``; the built-in plain-text repairer
+    tries every registered format when promoting text to structured tool calls.
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Providers
+
+
+@hookspec
+def register_providers(register: RegisterComponent) -> None:
+    """Contribute provider implementations, keyed by API (wire format).
+
+    Called once per runtime. ``register(api, stream_fn)``: ``stream_fn(model, context,
+    options)`` returns an assistant-message event stream and never raises (failures are
+    ``error`` events). Models name the API they speak (``openai-completions``,
+    ``anthropic-messages``...).
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_models(register: RegisterModel) -> None:
+    """Contribute models to the catalog.
+
+    Called once per runtime. ``register(model, aliases=())`` with an
+    ``openclaw_runtime.llm.Model``; it is addressable as ``provider/id``, by its id when
+    unambiguous, and by each alias.
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- Backends
+
+
+@hookspec
+def register_backends(register: RegisterBackend) -> None:
+    """Contribute storage and coordination backends (lanes, auth profiles, sessions).
+
+    Called once per runtime. ``register(kind, name, factory)`` where ``kind`` is ``lanes``,
+    ``auth_store`` or ``session_store``; config selects a backend of each kind by name.
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.1
+    """

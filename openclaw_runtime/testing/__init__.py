@@ -1,0 +1,221 @@
+"""Test helpers for openclaw-runtime and its plugins.
+
+Opt in from a ``conftest.py``::
+
+    pytest_plugins = ["openclaw_runtime.testing"]
+
+Fixtures:
+
+* ``anyio_backend`` — every ``@pytest.mark.anyio`` test runs on asyncio *and* trio;
+* ``plugin_manager`` — a fresh manager with hookspecs and built-ins, no entry points;
+* ``register_plugin`` — register a plugin for one test (on ``plugin_manager`` and on every
+  runtime built by ``runtime_factory``); unregistered at teardown;
+* ``hook_recorder`` — records every hook call the host makes;
+* ``runtime_factory`` — builds a ``Runtime`` from an in-memory config, without entry points;
+* ``fake_provider`` — a scripted ``FakeProvider``.
+
+Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
+``HookRecorder``.
+
+Fakes (importable without pytest from ``openclaw_runtime.providers.fake``): ``FakeProvider``
+with ``enqueue()``-d responses and a recorded ``history``, step builders ``text``,
+``thinking``, ``tool_call``, ``delay``, ``gate``, and ``scripted_stream`` for hand-written
+event sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .._plugins import HookCall, OpenClawPluginManager, get_plugin_manager
+from .._runtime import Runtime
+from ..events import AssistantMessageEvent, AssistantMessageEventStream, Event
+from ..llm import Model
+from ..providers.fake import (
+    FakeError,
+    FakeProvider,
+    FakeRequest,
+    FakeResponse,
+    delay,
+    gate,
+    text,
+    thinking,
+    tool_call,
+)
+
+__all__ = [
+    "EventRecorder",
+    "FakeError",
+    "FakeProvider",
+    "FakeRequest",
+    "FakeResponse",
+    "HookRecorder",
+    "PluginSet",
+    "anyio_backend",
+    "delay",
+    "event_label",
+    "fake_model",
+    "fake_provider",
+    "gate",
+    "hook_recorder",
+    "plugin_manager",
+    "register_plugin",
+    "runtime_factory",
+    "scripted_stream",
+    "text",
+    "thinking",
+    "tool_call",
+]
+
+
+def fake_model(**overrides: Any) -> Model:
+    """A model served by a ``FakeProvider`` (api ``fake``)."""
+    fields: dict[str, Any] = {"id": "fake-model", "api": "fake", "provider": "fake"}
+    fields.update(overrides)
+    return Model(**fields)
+
+
+def scripted_stream(events: Iterable[AssistantMessageEvent]) -> AssistantMessageEventStream:
+    """An assistant-message stream that replays ``events`` (like httpx's MockTransport)."""
+
+    async def replay() -> AsyncIterator[AssistantMessageEvent]:
+        for event in events:
+            yield event
+
+    return AssistantMessageEventStream(replay())
+
+
+def event_label(event: Event) -> str:
+    """``type`` plus the role of the message it carries, e.g. ``message_start:user``."""
+    message = getattr(event, "message", None)
+    if message is not None and event.type != "message_update":
+        return f"{event.type}:{message.role}"
+    return event.type
+
+
+class EventRecorder:
+    """An emit sink and ``Agent`` listener that keeps every event it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def __call__(self, event: Event, *_signal: Any) -> None:
+        self.events.append(event)
+
+    def labels(self, *, updates: bool = False) -> list[str]:
+        """Event labels in order (``message_update`` left out unless ``updates``)."""
+        return [event_label(e) for e in self.events if updates or e.type != "message_update"]
+
+    def of(self, kind: str) -> list[Any]:
+        """Events of one type."""
+        return [e for e in self.events if e.type == kind]
+
+
+@dataclass
+class HookRecorder:
+    """Every hook call the host made, in order."""
+
+    calls: list[HookCall] = field(default_factory=list)
+
+    def __call__(self, call: HookCall) -> None:
+        self.calls.append(call)
+
+    def getcalls(self, name: str) -> list[HookCall]:
+        """Calls of the hook ``name``."""
+        return [c for c in self.calls if c.hook == name]
+
+    def assert_called(self, name: str, **kwargs: Any) -> HookCall:
+        """The first call of ``name`` whose kwargs include ``kwargs``; fails otherwise."""
+        for call in self.getcalls(name):
+            if all(call.kwargs.get(k) == v for k, v in kwargs.items()):
+                return call
+        seen = [dict(c.kwargs) for c in self.getcalls(name)]
+        raise AssertionError(f"hook {name!r} was not called with {kwargs!r}; calls: {seen!r}")
+
+
+class PluginSet:
+    """Plugins registered for one test; ``runtime_factory`` passes them to each runtime."""
+
+    def __init__(self, pm: OpenClawPluginManager) -> None:
+        self.pm = pm
+        self.items: list[tuple[str, Any]] = []
+
+    def __call__(self, plugin: Any, name: str | None = None) -> str:
+        registered = self.pm.register(plugin, name=name)
+        assert registered is not None, f"plugin {name or plugin!r} is blocked or already registered"
+        self.pm.check_pending()
+        self.items.append((registered, plugin))
+        return registered
+
+    def unregister_all(self) -> None:
+        for name, _plugin in reversed(self.items):
+            self.pm.unregister(name=name)
+        self.items.clear()
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Run anyio tests on asyncio and on trio."""
+    return str(request.param)
+
+
+@pytest.fixture
+def plugin_manager() -> OpenClawPluginManager:
+    """A fresh plugin manager: hookspecs and built-ins, no entry points, strict loading."""
+    return get_plugin_manager(load_entrypoints=False, on_load_failure="raise")
+
+
+@pytest.fixture
+def register_plugin(plugin_manager: OpenClawPluginManager) -> Iterator[PluginSet]:
+    """``register_plugin(plugin, name=None)`` for the duration of one test."""
+    plugins = PluginSet(plugin_manager)
+    yield plugins
+    plugins.unregister_all()
+
+
+@pytest.fixture
+def hook_recorder(plugin_manager: OpenClawPluginManager) -> Iterator[HookRecorder]:
+    """Records hook calls on ``plugin_manager`` and on runtimes from ``runtime_factory``."""
+    recorder = HookRecorder()
+    remove = plugin_manager.add_call_monitor(recorder)
+    yield recorder
+    remove()
+
+
+@pytest.fixture
+def runtime_factory(
+    register_plugin: PluginSet, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Runtime]]:
+    """``runtime_factory(config=None, *, plugins=(), **kw)`` → a ``Runtime`` without entry
+    points, including plugins registered with ``register_plugin``; closed at teardown."""
+    built: list[Runtime] = []
+    recorder: HookRecorder | None = (
+        request.getfixturevalue("hook_recorder")
+        if "hook_recorder" in request.fixturenames
+        else None
+    )
+
+    def make(
+        config: Mapping[str, Any] | None = None, *, plugins: Iterable[Any] = (), **options: Any
+    ) -> Runtime:
+        options.setdefault("load_entrypoints", False)
+        options.setdefault("on_load_failure", "raise")
+        runtime = Runtime(config, plugins=[*register_plugin.items, *plugins], **options)
+        if recorder is not None:
+            runtime.plugin_manager.add_call_monitor(recorder)
+        built.append(runtime)
+        return runtime
+
+    yield make
+    for runtime in built:
+        runtime.close()
+
+
+@pytest.fixture
+def fake_provider() -> FakeProvider:
+    """A fresh scripted provider (api ``fake``); pair it with ``fake_model()``."""
+    return FakeProvider()

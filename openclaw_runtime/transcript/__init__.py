@@ -1,0 +1,7 @@
+"""Transcripts: policy, storage, sanitizing and replay validation."""
+
+from __future__ import annotations
+
+from .policy import TranscriptPolicy
+
+__all__ = ["TranscriptPolicy"]
