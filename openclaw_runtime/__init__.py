@@ -5,8 +5,6 @@ stream. Plugins extend the runtime through the hooks in ``openclaw_runtime.hooks
 them with ``from openclaw_runtime import hookimpl``.
 """
 
-from __future__ import annotations
-
 from ._exceptions import (
     AgentBusyError,
     ComponentNotFoundError,

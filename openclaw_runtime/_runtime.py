@@ -90,6 +90,28 @@ def _engine_registry() -> ComponentRegistry[Callable[..., Any]]:
     return ComponentRegistry("context engine", not_found=UnknownContextEngineError)
 
 
+class _Registrar:
+    """The ``register`` callback handed to one plugin for one registration hook."""
+
+    def __init__(self, plugin: str | None, hook_name: str) -> None:
+        self.plugin = plugin
+        self.hook_name = hook_name
+        self.pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.closed = False
+
+    def __call__(self, *args: Any, **options: Any) -> None:
+        if self.closed:
+            raise ConfigurationError(
+                f"plugin {self.plugin!r} called register() of {self.hook_name} after the hook "
+                "returned; register components while the hook runs"
+            )
+        self.pending.append((args, options))
+
+    def close(self) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        self.closed = True
+        return self.pending
+
+
 class Hooks:
     """Typed, guarded calls of every hook; nothing else in the host calls ``pm.hook``."""
 
@@ -157,13 +179,9 @@ class Hooks:
         plugin that raises halfway leaves nothing half-registered.
         """
         for impl in self._impls(hook_name):
-            pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-
-            def register(*args: Any, **options: Any) -> None:
-                pending.append((args, options))
-
+            registrar = _Registrar(impl.plugin_name, hook_name)
             try:
-                self._call(impl, hook_name, {"register": register})
+                self._call(impl, hook_name, {"register": registrar})
             except OpenClawRuntimeError:
                 raise
             except Exception as exc:
@@ -175,10 +193,10 @@ class Hooks:
                     ) from exc
                 self._fault(impl, hook_name, exc)
                 continue
-            for args, options in pending:
+            for args, options in registrar.close():
                 try:
                     commit(impl.plugin_name, args, options)
-                except TypeError as exc:
+                except (TypeError, ValueError) as exc:
                     raise ConfigurationError(
                         f"plugin {impl.plugin_name!r} called register() of {hook_name} "
                         f"with bad arguments: {exc}"

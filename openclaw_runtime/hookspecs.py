@@ -3,7 +3,9 @@
 A plugin is a module (or object) with functions decorated ``@openclaw_runtime.hookimpl``,
 published under the entry-point group ``openclaw_runtime``::
 
-    # pyproject.toml:  [project.entry-points.openclaw_runtime]  hello = "openclaw_runtime_hello.plugin"
+    # pyproject.toml:
+    #   [project.entry-points.openclaw_runtime]
+    #   hello = "openclaw_runtime_hello.plugin"
     from openclaw_runtime import hookimpl
 
     @hookimpl

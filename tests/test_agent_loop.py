@@ -110,7 +110,7 @@ async def test_event_order_of_a_tool_using_turn(fake_provider):
     kinds = [e.assistant_message_event.type for e in recorder.of("message_update")][:4]
     assert kinds == ["toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end"]
 
-    user, call_msg, result, answer = agent.state.messages
+    _user, call_msg, result, answer = agent.state.messages
     assert [m.role for m in agent.state.messages] == [
         "user",
         "assistant",
@@ -185,9 +185,9 @@ async def test_follow_up_revives_a_finished_loop(fake_provider):
     agent, recorder = make_agent(fake_provider)
 
     def queue_follow_up(event, signal):
-        if event.type == "message_end" and event.message.role == "assistant":
-            if len(fake_provider.history) == 1:
-                agent.follow_up("and one more thing")
+        is_answer = event.type == "message_end" and event.message.role == "assistant"
+        if is_answer and len(fake_provider.history) == 1:
+            agent.follow_up("and one more thing")
 
     agent.subscribe(queue_follow_up)
     await agent.prompt("hello")
@@ -555,23 +555,27 @@ async def test_deferred_tool_resolver_failures(fake_provider, resolver_result, e
 
 
 async def test_parallel_execution_runs_tools_concurrently(fake_provider):
-    a_started, b_started, b_done = anyio.Event(), anyio.Event(), anyio.Event()
+    a_started, b_started, b_ended = anyio.Event(), anyio.Event(), anyio.Event()
 
     async def a(args, signal, on_update):
         a_started.set()
         await b_started.wait()
-        await b_done.wait()  # finishes after b
+        await b_ended.wait()  # finishes only after b's tool_execution_end went out
         return "a"
 
     async def b(args, signal, on_update):
         b_started.set()
         await a_started.wait()  # would deadlock if the tools ran one after another
-        b_done.set()
         return "b"
 
     fake_provider.reply(tool_call("a", {}, id="ca"), tool_call("b", {}, id="cb"))
     fake_provider.reply("done")
     agent, recorder = make_agent(fake_provider, make_tool("a", a), make_tool("b", b))
+    agent.subscribe(
+        lambda e, s: (
+            b_ended.set() if e.type == "tool_execution_end" and e.tool_name == "b" else None
+        )
+    )
     with anyio.fail_after(10):
         await agent.prompt("go")
 

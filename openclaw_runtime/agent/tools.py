@@ -185,6 +185,7 @@ class ToolArgumentError(ValueError):
 
 
 _validator_cache: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_INTEGER_RE = re.compile(r"^[+-]?\d+$")
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$", re.IGNORECASE)
 
 
@@ -280,7 +281,7 @@ def _coerce_primitive(value: Any, kind: str) -> Any:
             if number is not None:
                 if kind == "integer":
                     return int(number) if number.is_integer() else value
-                return int(number) if number.is_integer() and "." not in value else number
+                return int(number) if _INTEGER_RE.match(value.strip()) else number
         return value
     if kind == "boolean":
         if value is None:

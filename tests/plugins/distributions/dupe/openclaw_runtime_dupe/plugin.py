@@ -1,0 +1,1 @@
+"""Never imported: the name conflict is detected first."""

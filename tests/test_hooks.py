@@ -1,0 +1,341 @@
+"""One ``test_hook_<name>`` per hookspec, exercised through the plugin manager."""
+
+from __future__ import annotations
+
+import pluggy
+import pytest
+
+from openclaw_runtime import (
+    ConfigurationError,
+    Model,
+    PluginConflictError,
+    RunBlock,
+    RunBlockedError,
+    UnknownContextEngineError,
+    hookimpl,
+)
+from openclaw_runtime.failover import FailoverClassification, FailoverReason, FailoverSignal
+from openclaw_runtime.testing import FakeProvider, fake_model
+from openclaw_runtime.transcript import TranscriptPolicy
+
+
+class Recording:
+    def __init__(self):
+        self.calls = []
+
+
+def test_hook_runtime_add_hookspecs(runtime_factory):
+    class Specs:
+        @staticmethod
+        def acme_double(value):
+            """Double a value."""
+
+    pluggy.HookspecMarker("openclaw_runtime")(Specs.acme_double)
+
+    class SpecPlugin:
+        @hookimpl
+        def runtime_add_hookspecs(self, pm):
+            pm.add_hookspecs(Specs)
+
+    class ImplPlugin:
+        @hookimpl
+        def acme_double(self, value):
+            return value * 2
+
+    # the implementing plugin is registered after the spec arrives through the historic hook
+    runtime = runtime_factory(plugins=[("specs", SpecPlugin()), ("impl", ImplPlugin())])
+    assert runtime.plugin_manager.hook.acme_double(value=21) == [42]
+
+
+def test_hook_runtime_configured(runtime_factory):
+    seen = []
+
+    class Plugin:
+        @hookimpl
+        def runtime_configured(self, runtime):
+            seen.append(runtime)
+
+    runtime = runtime_factory(plugins=[("configured", Plugin())])
+    assert seen == [runtime]
+
+
+def test_hook_runtime_shutdown(runtime_factory):
+    seen = []
+
+    class Plugin:
+        @hookimpl
+        def runtime_shutdown(self, runtime):
+            seen.append(runtime)
+
+    class Broken:
+        @hookimpl
+        def runtime_shutdown(self, runtime):
+            raise RuntimeError("cannot close")
+
+    runtime = runtime_factory(plugins=[("closer", Plugin()), ("broken", Broken())])
+    runtime.close()
+    runtime.close()
+    assert seen == [runtime]  # once, even though another plugin raised
+    assert [f.plugin for f in runtime.hooks.faults] == ["broken"]
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_run(runtime_factory, hook_recorder):
+    class Gate:
+        @hookimpl
+        def before_agent_run(self, prompt, trigger):
+            return RunBlock("no cron deletes") if trigger == "cron" and "delete" in prompt else None
+
+    class Crashing:
+        @hookimpl
+        def before_agent_run(self):
+            raise RuntimeError("policy service down")
+
+    runtime = runtime_factory(plugins=[("gate", Gate()), ("crashing", Crashing())])
+    agent = runtime.create_agent(model="echo", session_id="s1", session_key="k1", trigger="cron")
+    with pytest.raises(RunBlockedError, match="no cron deletes") as info:
+        await agent.prompt("delete everything")
+    assert info.value.plugin_name == "gate"
+    assert agent.state.messages == []
+
+    await agent.prompt("say hi")  # allowed; the crashing plugin is skipped, not fatal
+    assert agent.state.messages[-1].text() == "echo: say hi"
+    call = hook_recorder.assert_called("before_agent_run", prompt="say hi")
+    assert dict(call.kwargs) == {
+        "session_id": "s1",
+        "session_key": "k1",
+        "prompt": "say hi",
+        "provider": "echo",
+        "model": "echo",
+        "trigger": "cron",
+    }
+    assert {f.plugin for f in runtime.hooks.faults} == {"crashing"}
+
+
+@pytest.mark.anyio
+async def test_hook_on_agent_event(runtime_factory):
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def on_agent_event(self, event, session_id):
+            seen.append((event.type, session_id))
+
+    class Crashing:
+        @hookimpl
+        def on_agent_event(self, event):
+            raise ValueError("metrics backend down")
+
+    assert runtime_factory().hooks.observes_events is False
+    runtime = runtime_factory(plugins=[("observer", Observer()), ("crashing", Crashing())])
+    agent = runtime.create_agent(model="echo", session_id="abc")
+    await agent.prompt("hi")
+    types = [t for t, _ in seen]
+    assert types[0] == "agent_start"
+    assert types[-1] == "agent_end"
+    assert "message_update" in types
+    assert {sid for _, sid in seen} == {"abc"}
+    assert agent.state.messages[-1].text() == "echo: hi"
+    assert runtime.hooks.faults
+    assert all(f.plugin == "crashing" for f in runtime.hooks.faults)
+
+
+def test_hook_register_context_engines(runtime_factory):
+    class EngineA:
+        pass
+
+    class PluginA:
+        @hookimpl
+        def register_context_engines(self, register):
+            register("sliding_window", EngineA)
+
+    runtime = runtime_factory(plugins=[("plugin-a", PluginA())])
+    registration = runtime.components.context_engines.registration("sliding_window")
+    assert (registration.component, registration.plugin) == (EngineA, "plugin-a")
+    with pytest.raises(UnknownContextEngineError, match=r"'nope'; registered: 'sliding_window'"):
+        runtime.components.context_engines.get("nope")
+
+    class PluginB:
+        @hookimpl
+        def register_context_engines(self, register):
+            register("sliding_window", object)
+
+    clash = runtime_factory(plugins=[("plugin-a", PluginA()), ("plugin-b", PluginB())])
+    with pytest.raises(PluginConflictError, match=r"both plugin 'plugin-b' and plugin 'plugin-a'"):
+        _ = clash.components
+
+
+def test_hook_classify_failover(runtime_factory):
+    class Acme:
+        @hookimpl
+        def classify_failover(self, provider, message):
+            if provider != "acme":
+                return None
+            return FailoverClassification.of("billing") if "melted" in message else None
+
+    class Crashing:
+        @hookimpl(tryfirst=True)
+        def classify_failover(self, signal):
+            raise RuntimeError("classifier bug")
+
+    class Generic:
+        @hookimpl(trylast=True)
+        def classify_failover(self, status):
+            return FailoverClassification.of("rate_limit") if status == 429 else None
+
+    runtime = runtime_factory(
+        plugins=[("generic", Generic()), ("acme", Acme()), ("crashing", Crashing())]
+    )
+    hooks = runtime.hooks
+    result, plugin = hooks.classify_failover(
+        FailoverSignal(provider="acme", message="quota melted")
+    )
+    assert (result.reason, plugin) == (FailoverReason.BILLING, "acme")
+    result, plugin = hooks.classify_failover(FailoverSignal(provider="other", status=429))
+    assert (result.reason, plugin) == (FailoverReason.RATE_LIMIT, "generic")
+    assert hooks.classify_failover(FailoverSignal(provider="other", status=200)) == (None, None)
+    assert {f.plugin for f in hooks.faults} == {"crashing"}
+    assert "classifier bug" in hooks.faults[0].error
+
+
+def test_hook_register_transcript_sanitizers(runtime_factory):
+    def first(messages, policy):
+        return messages
+
+    class Plugin:
+        @hookimpl
+        def register_transcript_sanitizers(self, register):
+            register("zeta", first, order=10)
+            register("alpha", first)
+            register("beta", first, order=10)
+
+    runtime = runtime_factory(plugins=[("sanitizers", Plugin())])
+    ordered = runtime.components.transcript_sanitizers.ordered()
+    assert [(r.name, r.order) for r in ordered] == [("beta", 10), ("zeta", 10), ("alpha", 100)]
+    assert {r.plugin for r in ordered} == {"sanitizers"}
+
+
+def test_hook_validate_replay_turns(runtime_factory):
+    class Anthropic:
+        @hookimpl
+        def validate_replay_turns(self, messages, policy):
+            return ["anthropic-validated"] if policy.provider == "anthropic" else None
+
+    class Generic:
+        @hookimpl(trylast=True)
+        def validate_replay_turns(self, messages):
+            return list(messages)
+
+    runtime = runtime_factory(plugins=[("generic", Generic()), ("anthropic", Anthropic())])
+    anthropic = TranscriptPolicy(api="anthropic-messages", provider="anthropic", model_id="m")
+    other = TranscriptPolicy(api="openai-completions", provider="openai", model_id="m")
+    assert runtime.hooks.validate_replay_turns(["x"], anthropic) == (
+        ["anthropic-validated"],
+        "anthropic",
+    )
+    assert runtime.hooks.validate_replay_turns(["x"], other) == (["x"], "generic")
+
+
+def test_hook_register_stream_repairers(runtime_factory):
+    async def repair(events, context):
+        async for event in events:
+            yield event
+
+    class Plugin:
+        @hookimpl
+        def register_stream_repairers(self, register):
+            register("late", repair, order=200)
+            register("early", repair, order=1)
+
+    runtime = runtime_factory(plugins=[("repairers", Plugin())])
+    assert [r.name for r in runtime.components.stream_repairers.ordered()] == ["early", "late"]
+
+
+def test_hook_register_tool_call_formats(runtime_factory):
+    def parse(text):
+        return []
+
+    class Plugin:
+        @hookimpl
+        def register_tool_call_formats(self, register):
+            register("acme", parse)
+
+    class Broken:
+        @hookimpl
+        def register_tool_call_formats(self, register):
+            register("half", parse)
+            raise RuntimeError("broke after registering one")
+
+    runtime = runtime_factory(
+        plugins=[("formats", Plugin()), ("broken", Broken())], on_load_failure="warn"
+    )
+    formats = runtime.components.tool_call_formats
+    assert formats.get("acme") is parse
+    assert "half" not in formats  # a plugin that raised leaves nothing half-registered
+    assert [f.plugin for f in runtime.hooks.faults] == ["broken"]
+
+
+@pytest.mark.anyio
+async def test_hook_register_providers(runtime_factory):
+    provider = FakeProvider(api="acme-api")
+    provider.reply("from acme")
+
+    class Plugin:
+        @hookimpl
+        def register_providers(self, register):
+            register("acme-api", provider.stream_fn)
+
+        @hookimpl
+        def register_models(self, register):
+            register(fake_model(id="acme-1", api="acme-api", provider="acme"))
+
+    runtime = runtime_factory(plugins=[("acme", Plugin())])
+    agent = runtime.create_agent(model="acme/acme-1")
+    await agent.prompt("hi")
+    assert agent.state.messages[-1].text() == "from acme"
+    assert provider.history[0].model.ref == "acme/acme-1"
+    assert runtime.components.providers.registration("acme-api").plugin == "acme"
+
+
+def test_hook_register_models(runtime_factory):
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register(Model(id="m1", api="x", provider="p1"), aliases=("fast",))
+            register(Model(id="shared", api="x", provider="p1"))
+            register(Model(id="shared", api="x", provider="p2"))
+
+    runtime = runtime_factory(
+        {"models": [{"id": "local", "api": "x", "provider": "mine", "contextWindow": 4096}]},
+        plugins=[("models", Plugin())],
+    )
+    assert runtime.resolve_model("fast").ref == "p1/m1"
+    assert runtime.resolve_model("m1").ref == "p1/m1"
+    assert runtime.resolve_model("p2/shared").provider == "p2"
+    assert runtime.resolve_model("local").context_window == 4096
+    assert runtime.models.owner("p1/m1") == "models"
+    with pytest.raises(LookupError, match="ambiguous: p1/shared, p2/shared"):
+        runtime.resolve_model("shared")
+    with pytest.raises(LookupError, match="unknown model 'nope'"):
+        runtime.resolve_model("nope")
+
+
+def test_hook_register_backends(runtime_factory):
+    def lanes_factory(config):
+        return "lanes"
+
+    class Plugin:
+        @hookimpl
+        def register_backends(self, register):
+            register("lanes", "memory", lanes_factory)
+
+    runtime = runtime_factory(plugins=[("backends", Plugin())])
+    assert runtime.components.backends["lanes"].get("memory") is lanes_factory
+
+    class Wrong:
+        @hookimpl
+        def register_backends(self, register):
+            register("queues", "memory", lanes_factory)
+
+    with pytest.raises(ConfigurationError, match="unknown kind 'queues'"):
+        _ = runtime_factory(plugins=[("wrong", Wrong())]).components
