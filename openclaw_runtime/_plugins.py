@@ -214,8 +214,8 @@ def get_plugin_manager(
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        name = pm.get_name(exc.plugin) if exc.plugin is not None else None
-        raise PluginValidationError(str(exc), plugin_name=name) from exc
+        culprit = pm.get_name(exc.plugin) if exc.plugin is not None else None
+        raise PluginValidationError(str(exc), plugin_name=culprit) from exc
     if policy.trace:
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
@@ -249,7 +249,9 @@ def _register(
 def _load_entrypoint_plugins(pm: OpenClawPluginManager, policy: PluginPolicy, strict: bool) -> None:
     # A manager with no extensions gives us stevedore's (cached) entry-point listing
     # without importing anything, so blocked or conflicting plugins are never imported.
-    listing = ExtensionManager.make_test_instance([], namespace=ENTRY_POINT_GROUP)
+    listing: ExtensionManager[Any] = ExtensionManager.make_test_instance(
+        [], namespace=ENTRY_POINT_GROUP
+    )
     by_name: dict[str, list[Any]] = {}
     for ep in listing.list_entry_points():
         by_name.setdefault(ep.name, []).append(ep)

@@ -410,7 +410,7 @@ class EventStream(Generic[E, R]):
             else:
                 await self._wait()
         if self._result is not _UNSET:
-            return self._result  # type: ignore[no-any-return]
+            return self._result
         if self._error is not None:
             raise self._error
         raise StreamError("event stream ended without a completion event")
@@ -468,7 +468,7 @@ def _assistant_is_complete(event: Any) -> bool:
 
 
 def _assistant_result(event: Any) -> AssistantMessage:
-    return event.message if event.type == "done" else event.error  # type: ignore[no-any-return]
+    return event.message if event.type == "done" else event.error
 
 
 class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMessage]):
@@ -483,7 +483,7 @@ def _agent_is_complete(event: Any) -> bool:
 
 
 def _agent_result(event: Any) -> list[Any]:
-    return event.messages  # type: ignore[no-any-return]
+    return event.messages
 
 
 class AgentEventStream(EventStream[AgentEvent, list[Any]]):

@@ -31,6 +31,10 @@ __all__ = [
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
+def _text_only() -> list[Literal["text", "image"]]:
+    return ["text"]
+
+
 class ModelCost(WireModel):
     """Price per million tokens."""
 
@@ -49,7 +53,7 @@ class Model(WireModel):
     provider: str
     base_url: str = ""
     reasoning: bool = False
-    input: list[Literal["text", "image"]] = Field(default_factory=lambda: ["text"])
+    input: list[Literal["text", "image"]] = Field(default_factory=_text_only)
     cost: ModelCost = Field(default_factory=ModelCost)
     context_window: int = 128_000
     max_tokens: int = 8_192

@@ -30,6 +30,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    Start,
     TurnEnd,
     TurnStart,
     background_stream,
@@ -331,7 +332,7 @@ class _LoopRun:
         try:
             async for event in response:
                 kind = event.type
-                if kind == "start":
+                if isinstance(event, Start):
                     partial = event.partial
                     context.messages.append(partial)
                     self.open_partial = partial

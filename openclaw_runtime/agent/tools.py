@@ -203,7 +203,7 @@ def validate_tool_arguments(tool_def: Tool, tool_call: ToolCall) -> dict[str, An
     coerced = _coerce(args, schema)
     errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
     if not errors:
-        return coerced  # type: ignore[no-any-return]
+        return coerced
     lines = "\n".join(f"  - {_error_path(e)}: {e.message}" for e in errors)
     received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=str)
     raise ToolArgumentError(

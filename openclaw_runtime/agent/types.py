@@ -44,7 +44,7 @@ EmitFn: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
 async def maybe_await(value: MaybeAwaitable[T]) -> T:
     """Await ``value`` if it is awaitable (datasette's ``await_me_maybe``)."""
     if inspect.isawaitable(value):
-        return await value  # type: ignore[no-any-return]
+        return await value
     return value
 
 
