@@ -51,7 +51,14 @@ ENV_TRACE = "OPENCLAW_RUNTIME_TRACE_PLUGINS"
 ENV_STRICT = "OPENCLAW_RUNTIME_STRICT_PLUGINS"
 
 #: (name, module path) of the plugins that ship inside the core distribution.
-BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (("builtin.core", "openclaw_runtime.builtins.core"),)
+BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("builtin.core", "openclaw_runtime.builtins.core"),
+    ("builtin.providers", "openclaw_runtime.builtins.providers"),
+    ("builtin.failover", "openclaw_runtime.builtins.failover"),
+    ("builtin.context", "openclaw_runtime.builtins.context"),
+    ("builtin.transcript", "openclaw_runtime.builtins.transcript"),
+    ("builtin.repair", "openclaw_runtime.builtins.repair"),
+)
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})

@@ -1,0 +1,3 @@
+"""Auth profiles: credentials, their health ledger (cooldowns, disables) and ordering."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Built-in plugin ``builtin.context``: the ``legacy`` context engine."""
+
+from __future__ import annotations

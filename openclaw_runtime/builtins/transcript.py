@@ -1,0 +1,3 @@
+"""Built-in plugin ``builtin.transcript``: transcript sanitizers and the generic replay validator."""
+
+from __future__ import annotations

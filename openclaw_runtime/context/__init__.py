@@ -1,0 +1,3 @@
+"""Context: engines, compaction, truncation, limits and token estimation."""
+
+from __future__ import annotations
