@@ -122,10 +122,9 @@ def test_allow_list_and_disable_list_keep_plugins_from_being_imported(site, tmp_
     none = plugins_json(
         run(site, tmp_path, "-m", "openclaw_runtime", "plugins", OPENCLAW_RUNTIME_PLUGINS="")
     )
-    assert {n: p["status"] for n, p in none.items() if p["source"] == "entrypoint"} == {
-        "hello": "blocked",
-        "broken": "blocked",
-    }
+    entry_points = {n: p["status"] for n, p in none.items() if p["source"] == "entrypoint"}
+    assert {"hello", "broken"} <= set(entry_points)  # plugins of the test env may be listed too
+    assert set(entry_points.values()) == {"blocked"}
 
     disabled = plugins_json(
         run(
