@@ -472,7 +472,13 @@ class Runtime:
         self.hooks.runtime_shutdown(self)
 
     async def aclose(self) -> None:
-        """Async form of ``close()``."""
+        """``close()``, and close the HTTP clients of providers that hold them."""
+        if self._components is not None:
+            for registration in self._components.providers.registrations():
+                owner = getattr(registration.component, "__self__", None)
+                aclose = getattr(owner, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         self.close()
 
     async def __aenter__(self) -> Runtime:

@@ -12,7 +12,10 @@ Fixtures:
   runtime built by ``runtime_factory``); unregistered at teardown;
 * ``hook_recorder`` — records every hook call the host makes;
 * ``runtime_factory`` — builds a ``Runtime`` from an in-memory config, without entry points;
-* ``fake_provider`` — a scripted ``FakeProvider``.
+* ``fake_provider`` — a scripted ``FakeProvider``;
+* ``local_http_server`` — a real HTTP server on 127.0.0.1 that answers from a script
+  (``ScriptedReply``: status, headers, body chunks, ``Pause``, ``HANG``) and counts client
+  disconnects, for testing providers over real sockets.
 
 Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
 ``HookRecorder``.
@@ -46,15 +49,21 @@ from ..providers.fake import (
     thinking,
     tool_call,
 )
+from .server import HANG, LocalHTTPServer, Pause, RecordedRequest, ScriptedReply, sse_body
 
 __all__ = [
+    "HANG",
     "EventRecorder",
     "FakeError",
     "FakeProvider",
     "FakeRequest",
     "FakeResponse",
     "HookRecorder",
+    "LocalHTTPServer",
+    "Pause",
     "PluginSet",
+    "RecordedRequest",
+    "ScriptedReply",
     "anyio_backend",
     "delay",
     "event_label",
@@ -62,10 +71,12 @@ __all__ = [
     "fake_provider",
     "gate",
     "hook_recorder",
+    "local_http_server",
     "plugin_manager",
     "register_plugin",
     "runtime_factory",
     "scripted_stream",
+    "sse_body",
     "text",
     "thinking",
     "tool_call",
@@ -213,6 +224,22 @@ def runtime_factory(
     yield make
     for runtime in built:
         runtime.close()
+
+
+@pytest.fixture(scope="session")
+def _local_http_server_session() -> Iterator[LocalHTTPServer]:
+    server = LocalHTTPServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def local_http_server(_local_http_server_session: LocalHTTPServer) -> Iterator[LocalHTTPServer]:
+    """A real HTTP server on 127.0.0.1 answering from a script (``enqueue(ScriptedReply...)``)."""
+    server = _local_http_server_session
+    server.reset()
+    yield server
+    server.reset()
 
 
 @pytest.fixture

@@ -1,0 +1,178 @@
+"""HTTP plumbing shared by every provider: clients, timeouts, abort and idle watchdogs.
+
+* ``HTTPClientPool`` keeps one pooled ``httpx.AsyncClient`` per event loop, because a client's
+  connections belong to the loop (asyncio or trio) that opened them.
+* ``guarded()`` runs one network step (opening the request, reading one chunk) inside a
+  cancel scope that fires on the run's abort signal or when the idle deadline passes, and
+  says which of the two happened — the scope never spans a ``yield`` of the provider.
+* ``Timeouts`` are the three knobs users tune: connect, read (until the response starts) and
+  idle (the longest silence allowed once the body streams).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import sniffio
+
+from ..abort import AbortSignal
+from ..llm import StreamOptions
+
+__all__ = [
+    "Aborted",
+    "HTTPClientPool",
+    "IdleTimeout",
+    "Timeouts",
+    "guarded",
+    "read_body_capped",
+    "stream_chunks",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds; ``None`` disables a limit."""
+
+    connect: float | None = 10.0
+    read: float | None = 600.0
+    idle: float | None = 120.0
+
+    @classmethod
+    def from_options(cls, options: StreamOptions, default: Timeouts | None = None) -> Timeouts:
+        """Per-request overrides from ``StreamOptions`` on top of ``default``."""
+        base = default or cls()
+        return cls(
+            connect=options.connect_timeout
+            if options.connect_timeout is not None
+            else base.connect,
+            read=options.read_timeout if options.read_timeout is not None else base.read,
+            idle=options.idle_timeout if options.idle_timeout is not None else base.idle,
+        )
+
+    def httpx(self) -> httpx.Timeout:
+        """The httpx timeout for opening a request (connect + waiting for headers)."""
+        return httpx.Timeout(
+            connect=self.connect, read=self.read, write=self.read, pool=self.connect
+        )
+
+
+def _pick(override: float | None, default: float | None) -> float | None:
+    return override if override is not None else default
+
+
+class Aborted(Exception):
+    """The run's abort signal fired during a network step."""
+
+
+class IdleTimeout(TimeoutError):
+    """No data arrived within the idle timeout."""
+
+
+async def guarded(
+    step: Callable[[], Awaitable[T]], signal: AbortSignal | None, deadline_s: float | None
+) -> T:
+    """Await ``step()``; ``Aborted`` if the signal fires, ``IdleTimeout`` past the deadline."""
+    if signal is not None and signal.aborted:
+        raise Aborted()
+    deadline = math.inf if deadline_s is None else anyio.current_time() + deadline_s
+    scope = anyio.CancelScope(deadline=deadline)
+    remove = signal.add_callback(scope.cancel) if signal is not None else None
+    try:
+        with scope:
+            return await step()
+    finally:
+        if remove is not None:
+            remove()
+    # only reached when the scope swallowed its own cancellation
+    if signal is not None and signal.aborted:
+        raise Aborted()
+    raise IdleTimeout()
+
+
+async def stream_chunks(
+    response: httpx.Response, signal: AbortSignal | None, idle: float | None
+) -> AsyncIterator[bytes]:
+    """The raw body, one network read at a time, each read under the abort/idle guard."""
+    chunks = response.aiter_raw()
+    while True:
+        try:
+            chunk = await guarded(chunks.__anext__, signal, idle)
+        except StopAsyncIteration:
+            return
+        if chunk:
+            yield chunk
+
+
+async def read_body_capped(
+    response: httpx.Response, signal: AbortSignal | None, idle: float | None, limit: int = 65_536
+) -> bytes:
+    """An error body, at most ``limit`` bytes (an HTML page from a proxy can be large)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in stream_chunks(response, signal, idle):
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
+
+
+class HTTPClientPool:
+    """One ``httpx.AsyncClient`` per running event loop, created on first use."""
+
+    def __init__(self, **client_options: Any) -> None:
+        self._options = client_options
+        self._clients: dict[object, tuple[Any, httpx.AsyncClient]] = {}
+
+    def get(self) -> httpx.AsyncClient:
+        """The client for the current event loop."""
+        key, loop = _current_loop()
+        entry = self._clients.get(key)
+        if entry is not None and entry[0] is loop:
+            return entry[1]
+        self._forget_dead_loops()
+        client = httpx.AsyncClient(**self._options)
+        self._clients[key] = (loop, client)
+        return client
+
+    def stream(
+        self, method: str, url: str, **kwargs: Any
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        """``client.stream(...)`` on the current loop's client."""
+        return self.get().stream(method, url, **kwargs)
+
+    async def aclose(self) -> None:
+        """Close the current loop's client (others die with their loops)."""
+        key, loop = _current_loop()
+        entry = self._clients.pop(key, None)
+        if entry is not None and entry[0] is loop:
+            await entry[1].aclose()
+
+    def _forget_dead_loops(self) -> None:
+        for key, (loop, _client) in list(self._clients.items()):
+            closed = getattr(loop, "is_closed", None)
+            if closed is not None and closed():
+                del self._clients[key]
+        while len(self._clients) > 8:
+            self._clients.pop(next(iter(self._clients)))
+
+
+def _current_loop() -> tuple[object, Any]:
+    library = sniffio.current_async_library()
+    if library == "asyncio":
+        import asyncio
+
+        loop: Any = asyncio.get_running_loop()
+    else:
+        import trio
+
+        loop = trio.lowlevel.current_root_task()
+    return (library, id(loop)), loop
