@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -100,15 +100,19 @@ async def guarded(
 async def stream_chunks(
     response: httpx.Response, signal: AbortSignal | None, idle: float | None
 ) -> AsyncIterator[bytes]:
-    """The raw body, one network read at a time, each read under the abort/idle guard."""
-    chunks = response.aiter_raw()
-    while True:
-        try:
-            chunk = await guarded(chunks.__anext__, signal, idle)
-        except StopAsyncIteration:
-            return
-        if chunk:
-            yield chunk
+    """The raw body, one network read at a time, each read under the abort/idle guard.
+
+    Use it under ``contextlib.aclosing`` when you may stop early (trio finalizes unclosed
+    async generators noisily).
+    """
+    async with aclosing(response.aiter_raw()) as chunks:
+        while True:
+            try:
+                chunk = await guarded(chunks.__anext__, signal, idle)
+            except StopAsyncIteration:
+                return
+            if chunk:
+                yield chunk
 
 
 async def read_body_capped(
@@ -117,11 +121,12 @@ async def read_body_capped(
     """An error body, at most ``limit`` bytes (an HTML page from a proxy can be large)."""
     parts: list[bytes] = []
     size = 0
-    async for chunk in stream_chunks(response, signal, idle):
-        parts.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
+    async with aclosing(stream_chunks(response, signal, idle)) as chunks:
+        async for chunk in chunks:
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
     return b"".join(parts)[:limit]
 
 

@@ -13,8 +13,8 @@ bytes, a dict walk and one appended delta — no per-chunk objects beyond the ev
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing, suppress
 from typing import Any
 
 import httpx
@@ -73,6 +73,7 @@ DEFAULT_BASE_URLS = {
 _ABORTED = "Request was aborted"
 _NO_FINISH = "Stream ended without finish_reason"
 _EMPTY = "Provider returned an empty response (HTTP 200 without any stream event)"
+_DRAIN_LIMIT = 64 * 1024
 _MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
@@ -474,32 +475,38 @@ class OpenAICompatProvider:
             yield builder.start()
             decoder = SSEDecoder()
             done = False
-            async for chunk in stream_chunks(response, signal, timeouts.idle):
-                for sse in decoder.feed(chunk):
-                    data = sse.data
-                    if data == b"[DONE]":
-                        done = True
-                        break
-                    try:
-                        decoded = orjson.loads(data)
-                    except orjson.JSONDecodeError:
-                        state.failure = ProviderFailure(f"{_MALFORMED}: {sse.text[:200]}")
-                        done = True
-                        break
-                    state.chunk(decoded, out)
-                    if out:
-                        for event in out:
-                            yield event
-                        out.clear()
+            drained = 0
+            async with aclosing(stream_chunks(response, signal, timeouts.idle)) as chunks:
+                async for chunk in chunks:
+                    if done:
+                        # after [DONE]: read the (normally empty) rest so the connection
+                        # ends cleanly instead of being torn down under httpx
+                        drained += len(chunk)
+                        if drained > _DRAIN_LIMIT:
+                            break
+                        continue
+                    for sse in decoder.feed(chunk):
+                        if sse.data == b"[DONE]":
+                            done = True
+                            break
+                        try:
+                            decoded = orjson.loads(sse.data)
+                        except orjson.JSONDecodeError:
+                            state.failure = ProviderFailure(f"{_MALFORMED}: {sse.text[:200]}")
+                            break
+                        state.chunk(decoded, out)
+                        if out:
+                            for event in out:
+                                yield event
+                            out.clear()
+                        if state.failure is not None:
+                            break
                     if state.failure is not None:
-                        done = True
                         break
-                if done:
-                    break
-            if not done:
+            if not done and state.failure is None:
                 for sse in decoder.close():
                     if sse.data != b"[DONE]":
-                        with contextlib.suppress(orjson.JSONDecodeError):
+                        with suppress(orjson.JSONDecodeError):
                             state.chunk(orjson.loads(sse.data), out)
             state.end(out)
         except Aborted:
