@@ -33,6 +33,7 @@ from ._registry import ComponentRegistry, Registration
 from ._types import RunBlock
 from .agent import Agent, AgentTool
 from .config import RuntimeConfig
+from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
 from .events import Event
 from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
@@ -339,6 +340,7 @@ class Runtime:
             self.plugin_manager, strict=self.plugin_policy.strict, trace=self.plugin_policy.trace
         )
         self._components: Components | None = None
+        self._context_slot: ContextEngineSlot | None = None
         self.closed = False
         self.hooks.runtime_configured(self)
 
@@ -366,6 +368,24 @@ class Runtime:
                 "no model given and no default model configured ([agent] model)"
             )
         return self.models.resolve(name)
+
+    @property
+    def context_engines(self) -> ContextEngineSlot:
+        """The context-engine slot: resolution and quarantines (list, clear)."""
+        if self._context_slot is None:
+            self._context_slot = ContextEngineSlot(
+                self.components.context_engines,
+                factory_context=ContextEngineFactoryContext(
+                    config=self.config, state_dir=str(self.config.state_dir)
+                ),
+            )
+        return self._context_slot
+
+    async def resolve_context_engine(self, name: str | None = None) -> Any:
+        """The configured engine (``context_engine``), wrapped in the quarantine proxy."""
+        return await self.context_engines.resolve(
+            name if name is not None else self.config.context_engine
+        )
 
     def stream_fn_for(self, model: Model) -> StreamFn:
         """The provider implementation that speaks ``model.api``."""
@@ -429,6 +449,10 @@ class Runtime:
         faults: dict[str | None, list[PluginFault]] = {}
         for fault in self.hooks.faults:
             faults.setdefault(fault.plugin, []).append(fault)
+        quarantines: dict[str | None, list[dict[str, Any]]] = {}
+        if self._context_slot is not None:
+            for quarantine in self._context_slot.list_quarantines():
+                quarantines.setdefault(quarantine.owner, []).append(quarantine.to_dict())
         out = []
         for record in self.plugin_records():
             out.append(
@@ -444,6 +468,7 @@ class Runtime:
                     "hook_errors": [
                         {"hook": f.hook, "error": f.error} for f in faults.get(record.name, [])
                     ],
+                    "quarantines": quarantines.get(record.name, []),
                 }
             )
         return out

@@ -397,10 +397,26 @@ class EventStream(Generic[E, R]):
                 return self._queue.popleft()
             if self._done:
                 raise StopAsyncIteration
-            if self._source is not None:
-                await self._pull()
-            else:
+            source = self._source
+            if source is None:
                 await self._wait()
+                continue
+            # pull mode, straight from the source: no queue round trip per token
+            try:
+                event = await source.__anext__()
+            except StopAsyncIteration:
+                self._source = None
+                self.end()
+                raise
+            except Exception as exc:
+                self._source = None
+                self.fail(exc)
+                raise StopAsyncIteration from None
+            if self._is_complete(event):
+                self._done = True
+                self._result = self._extract_result(event)
+                await self._close_source()
+            return event
 
     async def result(self) -> R:
         """The final result; waits for (or, with a source, drives) the stream to completion."""
@@ -446,11 +462,14 @@ class EventStream(Generic[E, R]):
             self.fail(exc)
             return
         self.push(event)
-        if self._done and self._source is not None:
-            source, self._source = self._source, None
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        if self._done:
+            await self._close_source()
+
+    async def _close_source(self) -> None:
+        source, self._source = self._source, None
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     def _notify(self) -> None:
         wakeup, self._wakeup = self._wakeup, None

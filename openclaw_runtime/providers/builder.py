@@ -85,12 +85,19 @@ class MessageBuilder:
         """Append visible text, opening a text block if needed."""
         if not delta:
             return
-        self._close_thinking(out)
         open_block = self._current_text
         if open_block is None:
+            if self._current_thinking is not None:
+                self._close_thinking(out)
             open_block = self._open("text", TextContent(text=""), out)
             self._current_text = open_block
-        self._append(open_block, "text", delta)
+        # hot path inlined: one dict write per token (the field is already set, so going
+        # around pydantic's __setattr__ changes nothing but the cost)
+        fields = open_block.block.__dict__
+        if not open_block.pending and len(fields["text"]) < _LARGE_TEXT:
+            fields["text"] += delta
+        else:
+            self._append(open_block, "text", delta)
         out.append(TextDelta(open_block.index, delta, self.message))
 
     def thinking(
@@ -247,9 +254,9 @@ class MessageBuilder:
         return open_block
 
     def _append(self, open_block: _OpenBlock, attr: str, delta: str) -> None:
-        block = open_block.block
-        if not open_block.pending and len(getattr(block, attr)) < _LARGE_TEXT:
-            setattr(block, attr, getattr(block, attr) + delta)
+        fields = open_block.block.__dict__
+        if not open_block.pending and len(fields[attr]) < _LARGE_TEXT:
+            fields[attr] += delta
             return
         open_block.pending.append(delta)
         if len(open_block.pending) >= _BATCH:
@@ -257,8 +264,7 @@ class MessageBuilder:
 
     def _flush(self, open_block: _OpenBlock, attr: str) -> None:
         if open_block.pending:
-            block = open_block.block
-            setattr(block, attr, getattr(block, attr) + "".join(open_block.pending))
+            open_block.block.__dict__[attr] += "".join(open_block.pending)
             open_block.pending = []
 
     def _close_text(self, out: list[AssistantMessageEvent]) -> None:

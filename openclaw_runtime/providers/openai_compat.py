@@ -276,8 +276,30 @@ class _StreamState:
     def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
         """Apply one decoded ``chat.completion.chunk``."""
         self.events_seen += 1
-        if not isinstance(chunk, dict):
+        if type(chunk) is not dict:
             return
+        # hot path: a plain content delta, nothing else in the chunk
+        choices = chunk.get("choices")
+        if choices and "usage" not in chunk and "error" not in chunk:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if (
+                delta
+                and choice.get("finish_reason") is None
+                and "usage" not in choice
+                and "tool_calls" not in delta
+                and type(delta.get("content")) is str
+                and "reasoning_content" not in delta
+                and "reasoning" not in delta
+                and "reasoning_text" not in delta
+                and not delta.get("refusal")
+                and self.builder.message.response_id is not None
+            ):
+                self.builder.text(delta["content"], out)
+                return
+        self._chunk(chunk, out)
+
+    def _chunk(self, chunk: dict[str, Any], out: list[AssistantMessageEvent]) -> None:
         error = chunk.get("error")
         if error:
             status = error.get("code") if isinstance(error, dict) else None

@@ -15,13 +15,12 @@ per-token hot path never builds a ``str`` it does not need.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["SSEDecoder", "SSEEvent", "aiter_sse"]
 
 
-@dataclass(slots=True, frozen=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One dispatched event: its ``event`` name (``message`` by default) and raw data."""
 
     data: bytes
@@ -60,9 +59,16 @@ class SSEDecoder:
         lines = buffer.split(b"\n")
         self._buffer = lines.pop()
         events: list[SSEEvent] = []
+        data = self._data
         for line in lines:
-            if not line:
-                self._dispatch(events)
+            if line.startswith(b"data: "):  # the hot path: one data line per event
+                data.append(line[6:])
+            elif not line:
+                if len(data) == 1 and self._event is None and self._id is None:
+                    events.append(SSEEvent(data.pop(), "message", self._last_id))
+                else:
+                    self._dispatch(events)
+                    data = self._data
             elif line[0] == 0x3A:  # ":" comment / keep-alive ping
                 continue
             else:

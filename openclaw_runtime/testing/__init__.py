@@ -17,6 +17,9 @@ Fixtures:
   (``ScriptedReply``: status, headers, body chunks, ``Pause``, ``HANG``) and counts client
   disconnects, for testing providers over real sockets.
 
+Contract mixins: ``ContextEngineContract`` and ``TranscriptSanitizerContract`` (inherit,
+provide a ``context_engine`` / ``sanitizer`` fixture).
+
 Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
 ``HookRecorder``.
 
@@ -49,10 +52,12 @@ from ..providers.fake import (
     thinking,
     tool_call,
 )
+from .contracts import ContextEngineContract, TranscriptSanitizerContract, sample_transcript
 from .server import HANG, LocalHTTPServer, Pause, RecordedRequest, ScriptedReply, sse_body
 
 __all__ = [
     "HANG",
+    "ContextEngineContract",
     "EventRecorder",
     "FakeError",
     "FakeProvider",
@@ -64,6 +69,7 @@ __all__ = [
     "PluginSet",
     "RecordedRequest",
     "ScriptedReply",
+    "TranscriptSanitizerContract",
     "anyio_backend",
     "delay",
     "event_label",
@@ -75,6 +81,7 @@ __all__ = [
     "plugin_manager",
     "register_plugin",
     "runtime_factory",
+    "sample_transcript",
     "scripted_stream",
     "sse_body",
     "text",
