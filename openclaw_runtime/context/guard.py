@@ -1,0 +1,433 @@
+"""The tool-result context guard: the orchestrator's hook into the kernel's ``transform_context``.
+
+``install_tool_result_context_guard`` wraps a ``transform_context`` (composing with the one
+already there) so that before every model request:
+
+1. every tool result heavier than half the context window (in weighted characters) is
+   truncated on the *outgoing* list — the transcript keeps the full result and its
+   ``details``; the model sees a bounded copy without ``details``;
+2. when the mid-turn precheck is enabled and a tool result arrived after the fence (the
+   message count seen at the previous request), the next request is routed with
+   ``should_preemptively_compact_before_prompt``; any route but ``fits`` raises
+   ``MidTurnPrecheckSignal`` to hand control back to the orchestrator.
+
+The kernel turns any exception from ``transform_context`` into a failed turn whose assistant
+message has ``stop_reason="error"`` and ``error_message == MID_TURN_PRECHECK_ERROR_MESSAGE``.
+The orchestrator recognises that text with ``is_mid_turn_precheck_error_message`` and reads
+the numbers from ``guard.last_signal.request`` (or from the ``on_mid_turn_precheck`` callback).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias
+
+from .._exceptions import OpenClawRuntimeError
+from ..abort import AbortSignal
+from ..messages import ImageContent, TextContent, ToolResultMessage
+from .limits import (
+    IMAGE_CHAR_ESTIMATE,
+    TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE,
+    resolve_tool_result_context_max_chars,
+)
+from .preemptive import PreemptiveCompactionDecision, should_preemptively_compact_before_prompt
+from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
+from .truncation import (
+    format_context_limit_truncation_notice,
+    truncate_tool_result_message,
+    truncate_tool_result_text,
+)
+
+__all__ = [
+    "MID_TURN_PRECHECK_ERROR_MESSAGE",
+    "MidTurnPrecheckOptions",
+    "MidTurnPrecheckRequest",
+    "MidTurnPrecheckRoute",
+    "MidTurnPrecheckSignal",
+    "ToolResultContextGuard",
+    "enforce_tool_result_limit",
+    "estimate_tool_result_context_chars",
+    "install_tool_result_context_guard",
+    "is_mid_turn_precheck_error_message",
+    "is_mid_turn_precheck_signal",
+    "truncate_tool_result_to_chars",
+]
+
+MidTurnPrecheckRoute: TypeAlias = Literal[
+    "compact_only", "truncate_tool_results_only", "compact_then_truncate"
+]
+
+#: The error text of a turn stopped by the mid-turn precheck (a "Context overflow:" message,
+#: so failover classification treats it as context overflow).
+MID_TURN_PRECHECK_ERROR_MESSAGE = (
+    "Context overflow: prompt too large for the model (mid-turn precheck)."
+)
+
+#: What one image costs in the guard's weighted characters.
+_TOOL_IMAGE_CHARS = IMAGE_CHAR_ESTIMATE * TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE
+_UNSERIALIZABLE_BLOCK_CHARS = 256
+
+
+# --------------------------------------------------------------------------- the signal
+
+
+@dataclass(frozen=True, slots=True)
+class MidTurnPrecheckRequest:
+    """The token pressure that stopped a tool loop, handed to the orchestrator's recovery."""
+
+    route: MidTurnPrecheckRoute
+    estimated_prompt_tokens: int
+    prompt_budget_before_reserve: int
+    overflow_tokens: int
+    tool_result_reducible_chars: int
+    effective_reserve_tokens: int
+
+    @classmethod
+    def from_decision(cls, decision: PreemptiveCompactionDecision) -> MidTurnPrecheckRequest | None:
+        """The request for a routing decision; None when the prompt fits."""
+        if decision.route == "fits":
+            return None
+        return cls(
+            route=decision.route,
+            estimated_prompt_tokens=decision.estimated_prompt_tokens,
+            prompt_budget_before_reserve=decision.prompt_budget_before_reserve,
+            overflow_tokens=decision.overflow_tokens,
+            tool_result_reducible_chars=decision.tool_result_reducible_chars,
+            effective_reserve_tokens=decision.effective_reserve_tokens,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """OpenClaw's camelCase shape."""
+        return {
+            "route": self.route,
+            "estimatedPromptTokens": self.estimated_prompt_tokens,
+            "promptBudgetBeforeReserve": self.prompt_budget_before_reserve,
+            "overflowTokens": self.overflow_tokens,
+            "toolResultReducibleChars": self.tool_result_reducible_chars,
+            "effectiveReserveTokens": self.effective_reserve_tokens,
+        }
+
+
+class MidTurnPrecheckSignal(OpenClawRuntimeError):
+    """Control flow, not a failure: the next request would overflow; recover, then retry.
+
+    ``str(signal)`` is exactly ``MID_TURN_PRECHECK_ERROR_MESSAGE``, which is what the kernel
+    records as the failed turn's ``error_message``. ``request`` carries route and numbers.
+    """
+
+    #: Marks control-flow signals (OpenClaw's ``agent-core.controlFlowError`` sentinel).
+    is_control_flow_signal: ClassVar[bool] = True
+
+    def __init__(self, request: MidTurnPrecheckRequest) -> None:
+        super().__init__(MID_TURN_PRECHECK_ERROR_MESSAGE)
+        self.request = request
+
+    @property
+    def route(self) -> MidTurnPrecheckRoute:
+        """The recovery the precheck asks for."""
+        return self.request.route
+
+
+def is_mid_turn_precheck_signal(error: object) -> bool:
+    """True for a ``MidTurnPrecheckSignal``."""
+    return isinstance(error, MidTurnPrecheckSignal)
+
+
+def is_mid_turn_precheck_error_message(text: object) -> bool:
+    """True when a failed turn's ``error_message`` came from the mid-turn precheck."""
+    return isinstance(text, str) and text.strip() == MID_TURN_PRECHECK_ERROR_MESSAGE
+
+
+@dataclass(slots=True)
+class MidTurnPrecheckOptions:
+    """When and how the guard checks token pressure inside a tool loop.
+
+    ``reserve_tokens`` may be a number or a callable read at each check (the reserve can change
+    when the model does). ``get_pre_prompt_message_count`` seeds the fence so the very first
+    request after a tool call is checked even if the guard never saw an earlier request.
+    """
+
+    context_token_budget: int
+    reserve_tokens: int | Callable[[], int]
+    enabled: bool = True
+    tool_result_max_chars: int | None = None
+    get_system_prompt: Callable[[], str | None] | None = None
+    get_pre_prompt_message_count: Callable[[], int] | None = None
+    on_mid_turn_precheck: Callable[[MidTurnPrecheckRequest], None] | None = None
+
+    def resolve_reserve_tokens(self) -> int:
+        """The reserve for this check."""
+        reserve = self.reserve_tokens
+        return reserve() if callable(reserve) else reserve
+
+
+# --------------------------------------------------------------------------- per-result limit
+
+
+def estimate_tool_result_context_chars(message: Any) -> int:
+    """The guard's weight of a tool result: visible content at two characters per token.
+
+    Text counts its length, an image 8000, any other block its JSON length; the sum is
+    doubled. ``details`` never reaches a provider and is not counted. Other messages weigh 0.
+    """
+    if not isinstance(message, ToolResultMessage):
+        return 0
+    chars = 0
+    for block in message.content:
+        if isinstance(block, TextContent):
+            chars += len(block.text)
+        elif isinstance(block, ImageContent):
+            chars += IMAGE_CHAR_ESTIMATE
+        else:
+            chars += _json_length(block)
+    weighted = math.ceil(chars * (CHARS_PER_TOKEN_ESTIMATE / TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE))
+    return max(chars, weighted)
+
+
+def truncate_tool_result_to_chars(message: Any, max_chars: int) -> Any:
+    """A copy of a tool result that weighs at most ``max_chars``; other messages unchanged.
+
+    Images are kept while they fit (most first); text is truncated with head+tail preserved
+    and no minimum head; dropped images are announced in a text notice. The copy has no
+    ``details``. A result that already fits is returned as it is.
+    """
+    if not isinstance(message, ToolResultMessage):
+        return message
+    if estimate_tool_result_context_chars(message) <= max_chars:
+        return message
+    content = list(message.content)
+    image_count = sum(isinstance(block, ImageContent) for block in content)
+    most_images = min(image_count, max(0, max_chars) // _TOOL_IMAGE_CHARS)
+    for retained in range(most_images, -1, -1):
+        kept = _keep_first_images(content, retained)
+        notice = _image_omission_notice(image_count, retained) if retained < image_count else None
+        projected = _project_within(message, kept, notice, max_chars)
+        if projected is not None:
+            return projected
+    return _text_only_projection(message, image_count, max_chars)
+
+
+def enforce_tool_result_limit(
+    messages: Sequence[Any], max_single_tool_result_chars: int
+) -> list[Any]:
+    """A new list in which every tool result weighs at most the limit (others untouched)."""
+    return [truncate_tool_result_to_chars(m, max_single_tool_result_chars) for m in messages]
+
+
+def _project_within(
+    message: ToolResultMessage, kept: list[Any], notice: str | None, max_chars: int
+) -> ToolResultMessage | None:
+    """Truncate the text of ``kept`` into what the other blocks leave; None if it cannot fit."""
+    notice_blocks = [TextContent(text=notice)] if notice is not None else []
+    others = [block for block in kept if not isinstance(block, TextContent)]
+    reserved = estimate_tool_result_context_chars(_with_content(message, others + notice_blocks))
+    available = max_chars - reserved
+    if available < 0:
+        return None
+    text_budget = available // TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE
+    bounded = truncate_tool_result_message(
+        _with_content(message, kept), text_budget, min_keep_chars=0
+    )
+    for before, after in zip(kept, bounded.content, strict=True):
+        if isinstance(before, TextContent) and before.text and not after.text:
+            return None
+    projected = _with_content(message, [*bounded.content, *notice_blocks])
+    if estimate_tool_result_context_chars(projected) <= max_chars:
+        return projected
+    return None
+
+
+def _text_only_projection(
+    message: ToolResultMessage, image_count: int, max_chars: int
+) -> ToolResultMessage:
+    """Last resort: one text block (image notice + joined text) cut to the budget."""
+    raw_text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    if image_count:
+        notice = _image_omission_notice(image_count, 0)
+        raw_text = notice + (f"\n\n{raw_text}" if raw_text else "")
+    if not raw_text:
+        overflow = max(estimate_tool_result_context_chars(message) - max_chars, 1)
+        omitted = max(1, overflow // TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE)
+        return _with_content(
+            message, [TextContent(text=format_context_limit_truncation_notice(omitted))]
+        )
+    if max_chars <= 0:
+        notice_text = format_context_limit_truncation_notice(len(raw_text))
+        return _with_content(message, [TextContent(text=notice_text)])
+    text = truncate_tool_result_text(
+        raw_text, max_chars // TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE, min_keep_chars=0
+    )
+    return _with_content(message, [TextContent(text=text)])
+
+
+def _keep_first_images(content: list[Any], retained: int) -> list[Any]:
+    kept, seen = [], 0
+    for block in content:
+        if isinstance(block, ImageContent):
+            seen += 1
+            if seen > retained:
+                continue
+        kept.append(block)
+    return kept
+
+
+def _image_omission_notice(image_count: int, retained: int) -> str:
+    omitted = image_count - retained
+    plural = "" if omitted == 1 else "s"
+    none_fit = "; no images fit the context limit" if retained == 0 else ""
+    return f"[{omitted} image{plural} omitted from context{none_fit}; rerun with fewer images]"
+
+
+def _with_content(message: ToolResultMessage, content: list[Any]) -> ToolResultMessage:
+    """A copy with new content and without ``details`` (never sent to a provider)."""
+    copy = message.model_copy(update={"content": content, "details": None})
+    copy.__pydantic_fields_set__.discard("details")
+    return copy
+
+
+def _json_length(block: Any) -> int:
+    try:
+        return len(json.dumps(block.to_dict(), ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError):
+        return _UNSERIALIZABLE_BLOCK_CHARS
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+class _HasTransformContext(Protocol):
+    transform_context: Any
+
+
+TransformContext: TypeAlias = Callable[[list[Any], AbortSignal | None], Any]
+
+
+class ToolResultContextGuard:
+    """A ``transform_context`` that bounds tool results and runs the mid-turn precheck.
+
+    Callable like any ``transform_context``; ``inner`` (the previously installed transform)
+    runs first. ``last_signal`` is the most recent ``MidTurnPrecheckSignal`` raised.
+    """
+
+    def __init__(
+        self,
+        *,
+        context_window_tokens: float,
+        mid_turn_precheck: MidTurnPrecheckOptions | None = None,
+        estimator: TokenEstimator | None = None,
+        inner: TransformContext | None = None,
+    ) -> None:
+        self.context_window_tokens = max(1, math.floor(context_window_tokens))
+        self.max_single_tool_result_chars = resolve_tool_result_context_max_chars(
+            context_window_tokens
+        )
+        self.mid_turn_precheck = mid_turn_precheck
+        self.estimator = estimator
+        self.inner = inner
+        self.last_signal: MidTurnPrecheckSignal | None = None
+        self._last_seen_length: int | None = None
+        self._target: _HasTransformContext | None = None
+
+    async def __call__(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
+        source = messages
+        if self.inner is not None:
+            transformed = self.inner(messages, signal)
+            if inspect.isawaitable(transformed):
+                transformed = await transformed
+            if isinstance(transformed, list | tuple):
+                source = list(transformed)
+        context_messages = enforce_tool_result_limit(source, self.max_single_tool_result_chars)
+        precheck = self.mid_turn_precheck
+        if precheck is not None and precheck.enabled:
+            self._precheck(precheck, messages, context_messages)
+        return context_messages
+
+    def _precheck(
+        self, options: MidTurnPrecheckOptions, raw: list[Any], context_messages: list[Any]
+    ) -> None:
+        configured = self._last_seen_length
+        if configured is None and options.get_pre_prompt_message_count is not None:
+            configured = options.get_pre_prompt_message_count()
+        fence = _clamp_fence(configured, len(context_messages))
+        raw_fence = _clamp_fence(configured, len(raw))
+        self._last_seen_length = fence
+        if _has_tool_result_after(context_messages, fence) or _has_tool_result_after(
+            raw, raw_fence
+        ):
+            # The post-truncation view is what the next request would send.
+            decision = should_preemptively_compact_before_prompt(
+                messages=context_messages,
+                system_prompt=options.get_system_prompt() if options.get_system_prompt else None,
+                prompt="",  # inside a tool loop the prompt is already in the messages
+                context_token_budget=options.context_token_budget,
+                reserve_tokens=options.resolve_reserve_tokens(),
+                tool_result_max_chars=options.tool_result_max_chars,
+                estimator=self.estimator,
+            )
+            request = MidTurnPrecheckRequest.from_decision(decision)
+            if request is not None:
+                if options.on_mid_turn_precheck is not None:
+                    options.on_mid_turn_precheck(request)
+                self.last_signal = MidTurnPrecheckSignal(request)
+                raise self.last_signal
+        self._last_seen_length = len(context_messages)
+
+    def take_signal(self) -> MidTurnPrecheckSignal | None:
+        """The last signal, cleared (so a retried attempt starts clean)."""
+        signal, self.last_signal = self.last_signal, None
+        return signal
+
+    def reset_fence(self) -> None:
+        """Forget the fence, e.g. after the transcript was compacted or rewritten."""
+        self._last_seen_length = None
+
+    def uninstall(self) -> None:
+        """Put the wrapped ``transform_context`` back on the target it was installed on."""
+        if self._target is not None:
+            self._target.transform_context = self.inner
+            self._target = None
+
+
+def install_tool_result_context_guard(
+    target: _HasTransformContext,
+    *,
+    context_window_tokens: float,
+    mid_turn_precheck: MidTurnPrecheckOptions | None = None,
+    estimator: TokenEstimator | None = None,
+) -> ToolResultContextGuard:
+    """Wrap ``target.transform_context`` (an ``AgentLoopConfig`` or an ``Agent``) with the guard.
+
+    The existing transform runs first; the guard works on its output. Returns the guard:
+    ``guard.uninstall()`` restores the previous transform, ``guard.last_signal`` holds the
+    last precheck signal.
+    """
+    if not hasattr(target, "transform_context"):
+        raise TypeError(f"{type(target).__name__} has no transform_context to wrap")
+    guard = ToolResultContextGuard(
+        context_window_tokens=context_window_tokens,
+        mid_turn_precheck=mid_turn_precheck,
+        estimator=estimator,
+        inner=target.transform_context,
+    )
+    guard._target = target
+    target.transform_context = guard
+    return guard
+
+
+def _clamp_fence(configured: int | None, length: int) -> int:
+    return max(0, min(length, length if configured is None else configured))
+
+
+def _has_tool_result_after(messages: Sequence[Any], fence: int) -> bool:
+    return any(_is_tool_result(message) for message in messages[fence:])
+
+
+def _is_tool_result(message: Any) -> bool:
+    if isinstance(message, ToolResultMessage):
+        return True
+    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+    return role in ("toolResult", "tool")

@@ -1,0 +1,333 @@
+"""Token estimation at the LLM boundary, behind one replaceable function.
+
+OpenClaw never tokenizes before a request; it estimates pressure from characters
+(``estimateLlmBoundaryTokenPressure``) and adds a 20 % safety margin. Everything in
+``openclaw_runtime.context`` that needs a token count takes an optional ``estimator`` so a
+tokenizer plugin can swap in exact counts without touching the policies that use them.
+
+Character counts follow JavaScript's ``String.length`` (UTF-16 code units) so estimates equal
+OpenClaw's for the same transcript: an emoji counts 2, a CJK ideograph counts 4.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+__all__ = [
+    "BRANCH_SUMMARY_PREFIX",
+    "BRANCH_SUMMARY_SUFFIX",
+    "CHARS_PER_TOKEN_ESTIMATE",
+    "COMPACTION_SUMMARY_PREFIX",
+    "COMPACTION_SUMMARY_SUFFIX",
+    "CONTENT_BLOCK_OVERHEAD_TOKENS",
+    "DEFAULT_TOKEN_ESTIMATOR",
+    "ESTIMATED_CHARS_PER_TOKEN",
+    "IMAGE_BLOCK_TOKENS",
+    "JSON_PAYLOAD_CHARS_PER_TOKEN",
+    "MESSAGE_BOUNDARY_OVERHEAD_TOKENS",
+    "SAFETY_MARGIN",
+    "TOOL_RESULT_CHARS_PER_TOKEN",
+    "TokenEstimator",
+    "estimate_llm_boundary_token_pressure",
+    "estimate_message_token_pressure",
+    "estimate_rendered_llm_boundary_token_pressure",
+    "estimate_string_chars",
+    "estimate_tokens_from_chars",
+    "resolve_token_estimator",
+]
+
+#: Latin text averages about four characters per token.
+CHARS_PER_TOKEN_ESTIMATE = 4
+ESTIMATED_CHARS_PER_TOKEN = 4
+#: Tool output (logs, code, paths) tokenizes about twice as densely as prose.
+TOOL_RESULT_CHARS_PER_TOKEN = 2
+#: Serialized JSON and tool-call arguments sit in between.
+JSON_PAYLOAD_CHARS_PER_TOKEN = 3
+MESSAGE_BOUNDARY_OVERHEAD_TOKENS = 12
+CONTENT_BLOCK_OVERHEAD_TOKENS = 6
+IMAGE_BLOCK_TOKENS = 2_000
+#: Estimates run before provider tokenization, so they are inflated by 20 %.
+SAFETY_MARGIN = 1.2
+#: What a non-serializable payload is assumed to cost.
+_UNSERIALIZABLE_PAYLOAD_TOKENS = 256
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+# CJK ideographs, kana, Hangul, Yi, compatibility ideographs, fullwidth forms and CJK
+# Extension B+: scripts that tokenize at about one token per character (utils/cjk-chars.ts).
+_NON_LATIN_RE = re.compile(
+    "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\uff01-\uff60\uffe0-\uffe6"
+    "\U00020000-\U0002fa1f]"
+)
+_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+_CJK_ASTRAL_RE = re.compile("[\U00020000-\U0002fa1f]")
+
+
+def estimate_string_chars(text: str) -> int:
+    """OpenClaw's ``estimateStringChars``: length with non-Latin characters weighted ×4.
+
+    The base length is JavaScript's UTF-16 length, except that CJK Extension B+ characters
+    count once before weighting, exactly as OpenClaw counts them.
+    """
+    if not text:
+        return 0
+    if text.isascii():
+        return len(text)
+    non_latin = len(_NON_LATIN_RE.findall(text))
+    astral = len(_ASTRAL_RE.findall(text))
+    utf16_length = len(text) + astral
+    if non_latin == 0:
+        return utf16_length
+    cjk_astral = len(_CJK_ASTRAL_RE.findall(text))
+    return utf16_length - cjk_astral + non_latin * (CHARS_PER_TOKEN_ESTIMATE - 1)
+
+
+def estimate_tokens_from_chars(chars: float) -> int:
+    """Tokens for a raw character count at four characters per token."""
+    return math.ceil(max(0, chars) / CHARS_PER_TOKEN_ESTIMATE)
+
+
+# --------------------------------------------------------------------------- the estimator
+
+
+@runtime_checkable
+class TokenEstimator(Protocol):
+    """Estimates the prompt tokens a request would cost.
+
+    The default is ``estimate_llm_boundary_token_pressure``; a tokenizer plugin implements
+    the same call with exact counts. The result is what the budget is compared against, so
+    it should already include whatever safety margin the implementation wants.
+    """
+
+    def __call__(
+        self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
+    ) -> int: ...
+
+
+def estimate_llm_boundary_token_pressure(
+    messages: Sequence[Any] | Mapping[str, Any],
+    *,
+    system_prompt: str | None = None,
+    prompt: str = "",
+) -> int:
+    """OpenClaw's ``estimateLlmBoundaryTokenPressure``: history + system prompt + prompt.
+
+    ``messages`` are transcript messages (pydantic models or wire-format dicts). A mapping
+    with OpenClaw's keys (``messages``, ``systemPrompt``, ``prompt``) is accepted too.
+    """
+    if isinstance(messages, Mapping):
+        params = messages
+        messages = _require_sequence(params.get("messages", []), "messages")
+        system_prompt = params.get("systemPrompt", params.get("system_prompt", system_prompt))
+        prompt = params.get("prompt", prompt)
+    history = sum(estimate_message_token_pressure(message) for message in messages)
+    total = history + _system_tokens(system_prompt) + _prompt_tokens(prompt)
+    return max(0, math.ceil(total * SAFETY_MARGIN))
+
+
+def estimate_rendered_llm_boundary_token_pressure(
+    *, system_prompt: str | None = None, prompt: str = ""
+) -> int:
+    """Only the system prompt and prompt, for when history was already accounted for."""
+    return max(
+        0, math.ceil((_system_tokens(system_prompt) + _prompt_tokens(prompt)) * SAFETY_MARGIN)
+    )
+
+
+#: The estimator used when a caller passes none.
+DEFAULT_TOKEN_ESTIMATOR: TokenEstimator = estimate_llm_boundary_token_pressure
+
+
+def resolve_token_estimator(estimator: TokenEstimator | None) -> TokenEstimator:
+    """``estimator``, or the default character-based one."""
+    return DEFAULT_TOKEN_ESTIMATOR if estimator is None else estimator
+
+
+def _system_tokens(system_prompt: str | None) -> int:
+    if isinstance(system_prompt, str) and system_prompt.strip():
+        return MESSAGE_BOUNDARY_OVERHEAD_TOKENS + _string_tokens(system_prompt)
+    return 0
+
+
+def _prompt_tokens(prompt: str) -> int:
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
+    return MESSAGE_BOUNDARY_OVERHEAD_TOKENS + _string_tokens(prompt)
+
+
+# --------------------------------------------------------------------------- per message
+
+
+def estimate_message_token_pressure(message: Any) -> int:
+    """Tokens one transcript message adds before the safety margin."""
+    role = _get(message, "role")
+    tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS
+    if role in ("toolResult", "tool") or _get(message, "type") == "toolResult":
+        tokens += _tool_result_content_tokens(_get(message, "content"))
+        tokens += _identifier_tokens(_get(message, "tool_name", "toolName"))
+        return tokens
+    if role == "bashExecution":
+        if _get(message, "exclude_from_context", "excludeFromContext") is True:
+            return 0
+        return tokens + _string_tokens(_bash_execution_text(message))
+    if role == "branchSummary":
+        summary = _get(message, "summary")
+        summary = summary if isinstance(summary, str) else ""
+        return tokens + _string_tokens(BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX)
+    if role == "compactionSummary":
+        summary = _get(message, "summary")
+        summary = summary if isinstance(summary, str) else ""
+        return tokens + _string_tokens(
+            COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX
+        )
+    if role == "assistant":
+        content = _get(message, "content")
+        if isinstance(content, list):
+            for block in content:
+                if _is_record(block) and _get(block, "type") in ("toolCall", "tool_use"):
+                    tokens += _tool_call_tokens(block)
+                else:
+                    tokens += _block_tokens(block)
+        else:
+            tokens += _content_tokens(content)
+        tool_calls = _get(message, "tool_calls", "toolCalls")
+        if isinstance(tool_calls, list):
+            for call in tool_calls:
+                tokens += _tool_call_tokens(call) if _is_record(call) else _json_tokens(call)
+        return tokens
+    return tokens + _content_tokens(_get(message, "content"))
+
+
+def _string_tokens(text: str, chars_per_token: int = ESTIMATED_CHARS_PER_TOKEN) -> int:
+    return math.ceil(estimate_string_chars(text) / chars_per_token)
+
+
+def _json_tokens(value: Any, chars_per_token: int = JSON_PAYLOAD_CHARS_PER_TOKEN) -> int:
+    serialized = _json_text(value)
+    if serialized is None:
+        return _UNSERIALIZABLE_PAYLOAD_TOKENS
+    return math.ceil(estimate_string_chars(serialized) / chars_per_token)
+
+
+def _identifier_tokens(value: Any, chars_per_token: int = JSON_PAYLOAD_CHARS_PER_TOKEN) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return _string_tokens("true" if value else "false", chars_per_token)
+    if isinstance(value, str | int | float):
+        return _string_tokens(str(value), chars_per_token)
+    return _json_tokens(value, chars_per_token)
+
+
+def _block_tokens(block: Any, chars_per_token: int = ESTIMATED_CHARS_PER_TOKEN) -> int:
+    if isinstance(block, str):
+        return _string_tokens(block, chars_per_token)
+    if not _is_record(block):
+        return _json_tokens(block, chars_per_token)
+    kind = _get(block, "type")
+    if kind == "text":
+        text = _get(block, "text")
+        if isinstance(text, str):
+            return CONTENT_BLOCK_OVERHEAD_TOKENS + _string_tokens(text, chars_per_token)
+    elif kind == "thinking":
+        thinking = _get(block, "thinking")
+        if isinstance(thinking, str):
+            return CONTENT_BLOCK_OVERHEAD_TOKENS + _string_tokens(thinking, chars_per_token)
+    elif kind == "image":
+        return IMAGE_BLOCK_TOKENS
+    return CONTENT_BLOCK_OVERHEAD_TOKENS + _json_tokens(block, chars_per_token)
+
+
+def _content_tokens(content: Any, chars_per_token: int = ESTIMATED_CHARS_PER_TOKEN) -> int:
+    if isinstance(content, str):
+        return _string_tokens(content, chars_per_token)
+    if isinstance(content, list):
+        return sum(_block_tokens(block, chars_per_token) for block in content)
+    if content is not None:
+        return _json_tokens(content, chars_per_token)
+    return 0
+
+
+def _tool_result_content_tokens(content: Any) -> int:
+    return _content_tokens(content, TOOL_RESULT_CHARS_PER_TOKEN)
+
+
+def _tool_call_tokens(block: Any) -> int:
+    args = _get(block, "arguments")
+    if args is None:
+        args = _get(block, "input")
+    if args is None:
+        args = _get(block, "args")
+    if args is None:
+        args = {}
+    return (
+        CONTENT_BLOCK_OVERHEAD_TOKENS
+        + _identifier_tokens(_get(block, "name"))
+        + _json_tokens(args, JSON_PAYLOAD_CHARS_PER_TOKEN)
+    )
+
+
+def _bash_execution_text(message: Any) -> str:
+    output = _get(message, "output")
+    text = f"Ran `{_get(message, 'command')}`\n"
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = _get(message, "exit_code", "exitCode")
+    if _get(message, "cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0:
+        text += f"\n\nCommand exited with code {exit_code}"
+    full_output_path = _get(message, "full_output_path", "fullOutputPath")
+    if _get(message, "truncated") and full_output_path:
+        text += f"\n\n[Output truncated. Full output: {full_output_path}]"
+    return text
+
+
+# --------------------------------------------------------------------------- record access
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, Mapping | BaseModel)
+
+
+def _get(record: Any, name: str, wire_name: str | None = None) -> Any:
+    """A field of a model (snake_case attribute or extra) or of a wire-format dict."""
+    if isinstance(record, Mapping):
+        if wire_name is not None and wire_name in record:
+            return record[wire_name]
+        return record.get(name)
+    value = getattr(record, name, None)
+    if value is None and wire_name is not None:
+        extra = getattr(record, "model_extra", None)
+        if extra:
+            value = extra.get(wire_name)
+    return value
+
+
+def _json_text(value: Any) -> str | None:
+    """Compact JSON the way ``JSON.stringify`` writes it, or None when it cannot."""
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _require_sequence(value: Any, name: str) -> Sequence[Any]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of messages, got {type(value).__name__}")
+    return value
