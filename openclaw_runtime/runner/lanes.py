@@ -1,0 +1,202 @@
+"""Lanes: the queues a run waits in before it may touch a session or spend a global slot.
+
+A run enters its **session lane** (capacity 1: one session never runs two turns at once) and
+then the **global lane** (capacity N: a cap on concurrent model work), in that order, so other
+sessions keep starting while one session waits for its own turn. Waiters are served by
+priority (``foreground`` before ``normal`` before ``background``), then first come first served.
+
+A lease holds its lane for at most its timeout (the run timeout plus a grace period); progress
+heartbeats push the deadline out. A lease that overruns is cancelled and its lane freed, so one
+stuck run never blocks the queue behind it.
+
+``LaneBackend`` is the seam for other implementations (the Redis plugin shares lanes across
+processes); ``InProcessLanes`` is the embedded default.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import heapq
+import itertools
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import anyio
+
+from .._exceptions import OpenClawRuntimeError
+
+__all__ = [
+    "PRIORITY_RANK",
+    "InProcessLanes",
+    "LaneBackend",
+    "LaneLease",
+    "LaneReentryError",
+    "LaneTimeoutError",
+    "Priority",
+    "held_lanes",
+]
+
+Priority = Literal["foreground", "normal", "background"]
+PRIORITY_RANK: dict[str, int] = {"foreground": 0, "normal": 1, "background": 2}
+
+_held: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "openclaw_runtime_held_lanes", default=frozenset()
+)
+
+
+def held_lanes() -> frozenset[str]:
+    """Lanes the current task holds (a task inherits its parent's view)."""
+    return _held.get()
+
+
+class LaneTimeoutError(OpenClawRuntimeError):
+    """A lease outlived its timeout without progress; its work was cancelled."""
+
+    def __init__(self, lane: str, timeout_s: float) -> None:
+        super().__init__(f"lane {lane!r} task timed out after {timeout_s:g}s without progress")
+        self.lane = lane
+        self.timeout_s = timeout_s
+
+
+class LaneReentryError(OpenClawRuntimeError):
+    """A task asked for a lane it already holds: waiting would deadlock, so it is refused."""
+
+    def __init__(self, lane: str) -> None:
+        super().__init__(
+            f"lane {lane!r} is already held by this task; waiting for it would deadlock "
+            "(use the direct variant from inside the lane)"
+        )
+        self.lane = lane
+
+
+@dataclass
+class LaneLease:
+    """Proof of holding a lane; ``heartbeat()`` extends its deadline."""
+
+    lane: str
+    timeout_s: float | None
+    waited_s: float
+    scope: anyio.CancelScope = field(repr=False)
+
+    def heartbeat(self) -> None:
+        """Progress happened: the lease may run ``timeout_s`` more from now."""
+        if self.timeout_s is not None:
+            self.scope.deadline = anyio.current_time() + self.timeout_s
+
+
+class LaneBackend(Protocol):
+    """Something that can hold lanes: ``async with backend.hold(...) as lease: ...``."""
+
+    def hold(
+        self,
+        lane: str,
+        *,
+        capacity: int = 1,
+        priority: Priority = "normal",
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[LaneLease]: ...
+
+
+class _Waiter:
+    __slots__ = ("cancelled", "event", "granted")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.granted = False
+        self.cancelled = False
+
+
+class _Lane:
+    """A priority semaphore."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.active = 0
+        self.waiters: list[tuple[int, int, _Waiter]] = []
+
+    def idle(self) -> bool:
+        return self.active == 0 and not self.waiters
+
+
+class InProcessLanes:
+    """Lanes for one process (the embedded default)."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[str, _Lane] = {}
+        self._sequence = itertools.count()
+
+    def stats(self) -> dict[str, tuple[int, int]]:
+        """lane → (running, waiting), for diagnostics."""
+        return {name: (lane.active, len(lane.waiters)) for name, lane in self._lanes.items()}
+
+    @asynccontextmanager
+    async def hold(
+        self,
+        lane: str,
+        *,
+        capacity: int = 1,
+        priority: Priority = "normal",
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[LaneLease]:
+        """Wait for ``lane``, hold it for the block, release it on the way out.
+
+        The block is cancelled (``LaneTimeoutError``) if it runs past ``timeout_s`` since the
+        lease began or since its last ``heartbeat()``.
+        """
+        if capacity < 1:
+            raise ValueError(f"lane capacity must be at least 1, got {capacity}")
+        if lane in _held.get():
+            raise LaneReentryError(lane)
+        state = self._lanes.get(lane)
+        if state is None:
+            state = self._lanes[lane] = _Lane(capacity)
+        state.capacity = max(state.capacity, capacity)
+        started = anyio.current_time()
+        await self._acquire(state, PRIORITY_RANK.get(priority, 1))
+        token = _held.set(_held.get() | {lane})
+        deadline = math.inf if timeout_s is None else anyio.current_time() + timeout_s
+        scope = anyio.CancelScope(deadline=deadline)
+        lease = LaneLease(lane, timeout_s, anyio.current_time() - started, scope)
+        try:
+            with scope:
+                yield lease
+        finally:
+            _held.reset(token)
+            self._release(lane, state)
+        if scope.cancelled_caught and timeout_s is not None:
+            raise LaneTimeoutError(lane, timeout_s)
+
+    async def _acquire(self, state: _Lane, rank: int) -> None:
+        while state.waiters and state.waiters[0][2].cancelled:
+            heapq.heappop(state.waiters)
+        if state.active < state.capacity and not state.waiters:
+            state.active += 1
+            return
+        waiter = _Waiter()
+        heapq.heappush(state.waiters, (rank, next(self._sequence), waiter))
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            waiter.cancelled = True
+            if waiter.granted:  # granted just as we were cancelled: pass the slot on
+                state.active -= 1
+                self._grant(state)
+            raise
+
+    def _release(self, name: str, state: _Lane) -> None:
+        state.active -= 1
+        self._grant(state)
+        if state.idle() and self._lanes.get(name) is state:
+            del self._lanes[name]
+
+    def _grant(self, state: _Lane) -> None:
+        while state.waiters and state.active < state.capacity:
+            _, _, waiter = heapq.heappop(state.waiters)
+            if waiter.cancelled:
+                continue
+            waiter.granted = True
+            state.active += 1
+            waiter.event.set()
