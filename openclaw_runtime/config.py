@@ -12,19 +12,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._exceptions import ConfigurationError
+from .auth.cooldown import AuthCooldownPolicy
+from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
 
-__all__ = ["CONFIG_FILENAME", "AgentDefaults", "PluginSettings", "RuntimeConfig"]
+__all__ = [
+    "CONFIG_FILENAME",
+    "AgentDefaults",
+    "AuthCooldownSettings",
+    "AuthSettings",
+    "PluginSettings",
+    "RuntimeConfig",
+]
 
 CONFIG_FILENAME = "openclaw-runtime.toml"
 ENV_CONFIG = "OPENCLAW_RUNTIME_CONFIG"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+    # inputs stay out of validation errors: a misplaced key may hold a credential
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, hide_input_in_errors=True
+    )
 
 
 class PluginSettings(_Section):
@@ -44,6 +56,74 @@ class AgentDefaults(_Section):
     system_prompt: str = ""
 
 
+class AuthCooldownSettings(_Section):
+    """``[auth.cooldowns]``: the disabled track (billing, auth_permanent) and failure window.
+
+    Ordinary cooldowns (30 s → 60 s → 5 min) and the rate-limit backoff (30 s → 24 h) are
+    fixed, as in OpenClaw.
+    """
+
+    billing_backoff_minutes: float = Field(default=10, gt=0, allow_inf_nan=False)
+    billing_max_hours: float = Field(default=24, gt=0, allow_inf_nan=False)
+    billing_backoff_minutes_by_provider: dict[str, float] = Field(default_factory=dict)
+    auth_permanent_backoff_minutes: float = Field(default=10, gt=0, allow_inf_nan=False)
+    auth_permanent_max_minutes: float = Field(default=60, gt=0, allow_inf_nan=False)
+    failure_window_hours: float = Field(default=24, gt=0, allow_inf_nan=False)
+
+    @field_validator("billing_backoff_minutes_by_provider")
+    @classmethod
+    def _positive_overrides(cls, value: dict[str, float]) -> dict[str, float]:
+        for provider, minutes in value.items():
+            if not minutes > 0 or minutes == float("inf"):
+                raise ValueError(f"{provider}: must be a positive number of minutes")
+        return value
+
+    def policy(self) -> AuthCooldownPolicy:
+        """These knobs as the cooldown math's ``AuthCooldownPolicy`` (milliseconds)."""
+        minute, hour = 60_000, 3_600_000
+        return AuthCooldownPolicy(
+            billing_backoff_ms=self.billing_backoff_minutes * minute,
+            billing_max_ms=self.billing_max_hours * hour,
+            auth_permanent_backoff_ms=self.auth_permanent_backoff_minutes * minute,
+            auth_permanent_max_ms=self.auth_permanent_max_minutes * minute,
+            failure_window_ms=self.failure_window_hours * hour,
+            billing_backoff_ms_by_provider={
+                provider: minutes * minute
+                for provider, minutes in self.billing_backoff_minutes_by_provider.items()
+            },
+        )
+
+
+class AuthSettings(_Section):
+    """``[auth]``: auth profiles, explicit order per provider, and the shared ledger.
+
+    ``[[auth.profiles]]`` entries are ``AuthProfile``-s (id, provider, mode, credential as
+    ``{env = "..."}``, ``{file = "..."}`` or an inline value). ``order`` maps a provider to the
+    profile ids to try, a hard constraint (the store's own order wins over it).
+    ``store_path`` defaults to ``<state_dir>/auth-profiles.json``.
+    """
+
+    profiles: list[AuthProfile] = Field(default_factory=list)
+    order: dict[str, list[str]] = Field(default_factory=dict)
+    preferred_profile: str | None = None
+    store_path: Path | None = None
+    cooldowns: AuthCooldownSettings = Field(default_factory=AuthCooldownSettings)
+
+    @field_validator("profiles")
+    @classmethod
+    def _unique_ids(cls, value: list[AuthProfile]) -> list[AuthProfile]:
+        seen: set[str] = set()
+        for profile in value:
+            if profile.id in seen:
+                raise ValueError(f"auth profile {profile.id!r} is configured twice")
+            seen.add(profile.id)
+        return value
+
+    def profile(self, profile_id: str) -> AuthProfile | None:
+        """The configured profile ``profile_id``, if any."""
+        return next((p for p in self.profiles if p.id == profile_id), None)
+
+
 class RuntimeConfig(_Section):
     """All runtime settings."""
 
@@ -52,6 +132,11 @@ class RuntimeConfig(_Section):
     models: list[Model] = Field(default_factory=list)
     context_engine: str = "legacy"
     state_dir: Path = Field(default_factory=lambda: Path.home() / ".openclaw-runtime")
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+
+    def auth_store_path(self) -> Path:
+        """Where the auth-profile ledger lives (``auth.store_path`` or the state dir)."""
+        return (self.auth.store_path or self.state_dir / "auth-profiles.json").expanduser()
 
     @classmethod
     def coerce(cls, value: RuntimeConfig | Mapping[str, Any] | None) -> RuntimeConfig:

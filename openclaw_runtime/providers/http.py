@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import httpx
@@ -99,13 +99,14 @@ async def guarded(
 
 async def stream_chunks(
     response: httpx.Response, signal: AbortSignal | None, idle: float | None
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The raw body, one network read at a time, each read under the abort/idle guard.
 
     Use it under ``contextlib.aclosing`` when you may stop early (trio finalizes unclosed
     async generators noisily).
     """
-    async with aclosing(response.aiter_raw()) as chunks:
+    raw = cast(AsyncGenerator[bytes, None], response.aiter_raw())
+    async with aclosing(raw) as chunks:
         while True:
             try:
                 chunk = await guarded(chunks.__anext__, signal, idle)
