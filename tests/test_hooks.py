@@ -181,7 +181,7 @@ def test_hook_classify_failover(runtime_factory):
     class Generic:
         @hookimpl(trylast=True)
         def classify_failover(self, status):
-            return FailoverClassification.of("rate_limit") if status == 429 else None
+            return FailoverClassification.of("rate_limit") if status == 418 else None
 
     runtime = runtime_factory(
         plugins=[("generic", Generic()), ("acme", Acme()), ("crashing", Crashing())]
@@ -191,8 +191,11 @@ def test_hook_classify_failover(runtime_factory):
         FailoverSignal(provider="acme", message="quota melted")
     )
     assert (result.reason, plugin) == (FailoverReason.BILLING, "acme")
-    result, plugin = hooks.classify_failover(FailoverSignal(provider="other", status=429))
+    # the built-in classifier has no opinion on 418, so the test's own trylast plugin answers
+    result, plugin = hooks.classify_failover(FailoverSignal(provider="other", status=418))
     assert (result.reason, plugin) == (FailoverReason.RATE_LIMIT, "generic")
+    result, plugin = hooks.classify_failover(FailoverSignal(provider="other", status=429))
+    assert (result.reason, plugin) == (FailoverReason.RATE_LIMIT, "builtin.failover")
     assert hooks.classify_failover(FailoverSignal(provider="other", status=200)) == (None, None)
     assert {f.plugin for f in hooks.faults} == {"crashing"}
     assert "classifier bug" in hooks.faults[0].error
@@ -249,7 +252,8 @@ def test_hook_register_stream_repairers(runtime_factory):
             register("early", repair, order=1)
 
     runtime = runtime_factory(plugins=[("repairers", Plugin())])
-    assert [r.name for r in runtime.components.stream_repairers.ordered()] == ["early", "late"]
+    ordered = runtime.components.stream_repairers.ordered()
+    assert [r.name for r in ordered if r.plugin == "repairers"] == ["early", "late"]
 
 
 def test_hook_register_tool_call_formats(runtime_factory):

@@ -1,3 +1,16 @@
 """All hook implementations of openclaw-runtime-openai (the entry-point target)."""
 
 from __future__ import annotations
+
+from openclaw_runtime import hookimpl
+from openclaw_runtime.failover import FailoverClassification, FailoverSignal
+
+from ._failover import OPENAI_FAILOVER_OWNER
+
+__all__ = ["classify_failover"]
+
+
+@hookimpl
+def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
+    """Classify failures of OpenAI and Codex; no opinion on other providers."""
+    return OPENAI_FAILOVER_OWNER.classify(signal)
