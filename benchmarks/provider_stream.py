@@ -52,7 +52,11 @@ def stream_events(chunks: int) -> list[dict]:
             "created": 1,
             "model": "bench",
             "choices": [],
-            "usage": {"prompt_tokens": 10, "completion_tokens": chunks, "total_tokens": chunks + 10},
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": chunks,
+                "total_tokens": chunks + 10,
+            },
         }
     )
     return events
@@ -100,7 +104,9 @@ async def floor(server: LocalHTTPServer, reply: ScriptedReply) -> float:
     async with httpx.AsyncClient() as client:
         server.enqueue(reply)
         start = time.perf_counter()
-        async with client.stream("POST", server.base_url + "/v1/chat/completions", content=b"{}") as response:
+        async with client.stream(
+            "POST", server.base_url + "/v1/chat/completions", content=b"{}"
+        ) as response:
             async for _ in response.aiter_raw():
                 pass
         return time.perf_counter() - start
@@ -114,18 +120,26 @@ def main() -> None:
     reply = ScriptedReply.sse(stream_events(args.chunks))
     total = args.chunks + 2
     with LocalHTTPServer() as server:
-        model = Model(id="bench", api="openai-completions", provider="bench", base_url=server.base_url + "/v1")
-        results: dict[str, list[float]] = {"openclaw-runtime": [], "openai SDK": [], "httpx floor": []}
+        model = Model(
+            id="bench", api="openai-completions", provider="bench", base_url=server.base_url + "/v1"
+        )
+        results: dict[str, list[float]] = {
+            "openclaw-runtime": [],
+            "openai SDK": [],
+            "httpx floor": [],
+        }
         for _ in range(args.rounds):
             results["openclaw-runtime"].append(anyio.run(ours, server, model, reply))
             results["openai SDK"].append(anyio.run(sdk, server, reply))
             results["httpx floor"].append(anyio.run(floor, server, reply))
     rates = {name: total / statistics.median(times) for name, times in results.items()}
-    print(f"stream of {total} chunks ({len(reply.body[0]) / 1024:.0f} KiB), median of {args.rounds} rounds")
+    size_kib = len(reply.body[0]) / 1024
+    print(f"stream of {total} chunks ({size_kib:.0f} KiB), median of {args.rounds} rounds")
     for name, rate in rates.items():
         per_chunk = 1e6 / rate
         print(f"  {name:18s} {rate:12,.0f} chunks/s   {per_chunk:8.2f} µs/chunk")
-    print(f"  ratio openclaw-runtime / openai SDK = {rates['openclaw-runtime'] / rates['openai SDK']:.1f}x")
+    ratio = rates["openclaw-runtime"] / rates["openai SDK"]
+    print(f"  ratio openclaw-runtime / openai SDK = {ratio:.1f}x")
 
 
 if __name__ == "__main__":

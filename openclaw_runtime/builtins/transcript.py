@@ -1,3 +1,33 @@
-"""Built-in plugin ``builtin.transcript``: transcript sanitizers and the generic replay validator."""
+"""Built-in plugin ``builtin.transcript``: the core sanitizers and the generic replay validator."""
 
 from __future__ import annotations
+
+from typing import Any
+
+from .._markers import hookimpl
+from .._types import RegisterOrdered
+from ..transcript.policy import TranscriptPolicy
+from ..transcript.replay import validate_replay_turns as _validate_generic
+from ..transcript.sanitize import BUILTIN_SANITIZERS
+
+__all__ = ["register_transcript_sanitizers", "validate_replay_turns"]
+
+
+@hookimpl(trylast=True)
+def register_transcript_sanitizers(register: RegisterOrdered) -> None:
+    """The core pipeline: images 20, thinking signatures 30, reasoning 40/45, tool-call inputs
+    50, pairing 60, tool-result details 70, stale usage 80, Google turn ordering 90."""
+    for spec in BUILTIN_SANITIZERS:
+        register(spec.name, spec.fn, order=spec.order)
+
+
+@hookimpl(trylast=True)
+def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any] | None:
+    """Generic turn validation (Gemini merge, strict alternation) as the policy asks.
+
+    Abstains (``None``) when the policy asks for no turn validation, so the history is used
+    as it is and any other plugin may still answer.
+    """
+    if not (policy.validate_gemini_turns or policy.validate_anthropic_turns):
+        return None
+    return _validate_generic(messages, policy)

@@ -25,6 +25,7 @@ from ..abort import AbortSignal
 from ..llm import StreamOptions
 
 __all__ = [
+    "DRAIN_LIMIT",
     "Aborted",
     "HTTPClientPool",
     "IdleTimeout",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: After a complete message, at most this much trailing body is read before closing.
+DRAIN_LIMIT = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,22 +102,40 @@ async def guarded(
 
 
 async def stream_chunks(
-    response: httpx.Response, signal: AbortSignal | None, idle: float | None
+    response: httpx.Response,
+    signal: AbortSignal | None,
+    idle: float | None,
+    *,
+    complete: Callable[[], bool] | None = None,
+    drain_s: float = 1.0,
 ) -> AsyncGenerator[bytes, None]:
     """The raw body, one network read at a time, each read under the abort/idle guard.
 
-    Use it under ``contextlib.aclosing`` when you may stop early (trio finalizes unclosed
-    async generators noisily).
+    Once ``complete()`` says the message is whole, the rest of the body (normally nothing but
+    its end, read so the connection can be reused) gets ``drain_s`` of silence and 64 KiB at
+    most, and a silent server, a cut connection or an abort no longer matter: the message
+    stays complete. Use it under ``contextlib.aclosing`` when you may stop early (trio
+    finalizes unclosed async generators noisily).
     """
+    drained = 0
     raw = cast(AsyncGenerator[bytes, None], response.aiter_raw())
     async with aclosing(raw) as chunks:
         while True:
+            done = complete is not None and complete()
             try:
-                chunk = await guarded(chunks.__anext__, signal, idle)
+                chunk = await guarded(chunks.__anext__, signal, drain_s if done else idle)
             except StopAsyncIteration:
                 return
+            except (Aborted, IdleTimeout, httpx.HTTPError):
+                if done:
+                    return
+                raise
+            if done:
+                drained += len(chunk)
+                if drained > DRAIN_LIMIT:
+                    return
             if chunk:
-                yield chunk
+                yield chunk  # trailing data still reaches the caller (usage may come late)
 
 
 async def read_body_capped(

@@ -73,7 +73,6 @@ DEFAULT_BASE_URLS = {
 _ABORTED = "Request was aborted"
 _NO_FINISH = "Stream ended without finish_reason"
 _EMPTY = "Provider returned an empty response (HTTP 200 without any stream event)"
-_DRAIN_LIMIT = 64 * 1024
 _MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
@@ -403,8 +402,10 @@ class OpenAICompatProvider:
         timeouts: Timeouts | None = None,
         pool: HTTPClientPool | None = None,
         env: Mapping[str, str] | None = None,
+        drain_timeout: float = 1.0,
     ) -> None:
         self.timeouts = timeouts or Timeouts()
+        self.drain_timeout = drain_timeout
         self.pool = pool or HTTPClientPool(follow_redirects=False)
         self.env = env
 
@@ -497,16 +498,17 @@ class OpenAICompatProvider:
             yield builder.start()
             decoder = SSEDecoder()
             done = False
-            drained = 0
-            async with aclosing(stream_chunks(response, signal, timeouts.idle)) as chunks:
+
+            def finished() -> bool:
+                return done
+
+            body = stream_chunks(
+                response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
+            )
+            async with aclosing(body) as chunks:
                 async for chunk in chunks:
                     if done:
-                        # after [DONE]: read the (normally empty) rest so the connection
-                        # ends cleanly instead of being torn down under httpx
-                        drained += len(chunk)
-                        if drained > _DRAIN_LIMIT:
-                            break
-                        continue
+                        continue  # after [DONE]: drained, not decoded
                     for sse in decoder.feed(chunk):
                         if sse.data == b"[DONE]":
                             done = True

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from openclaw_runtime import hookimpl
+from openclaw_runtime._types import RegisterComponent
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
+from openclaw_runtime.transcript import TranscriptPolicy
 
 from ._failover import ANTHROPIC_FAILOVER_OWNER
+from ._provider import AnthropicProvider
+from ._request import ANTHROPIC_MESSAGES_API
+from ._turns import validate_anthropic_replay_turns
 
-__all__ = ["classify_failover"]
+__all__ = ["classify_failover", "register_providers", "validate_replay_turns"]
 
 
 @hookimpl
 def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
     """Classify failures of ``anthropic`` and ``claude-cli``; no opinion on other providers."""
     return ANTHROPIC_FAILOVER_OWNER.classify(signal)
+
+
+@hookimpl
+def register_providers(register: RegisterComponent) -> None:
+    """``anthropic-messages``: the Anthropic Messages API over httpx (one instance per runtime)."""
+    register(ANTHROPIC_MESSAGES_API, AnthropicProvider().stream_fn)
+
+
+@hookimpl
+def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any] | None:
+    """Anthropic Messages / Bedrock: strict alternation, no dangling tool use, no empty tail."""
+    return validate_anthropic_replay_turns(messages, policy)

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from openclaw_runtime import hookimpl
+from openclaw_runtime._types import RegisterComponent
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
+from openclaw_runtime.transcript import TranscriptPolicy
 
 from ._failover import GOOGLE_FAILOVER_OWNER
+from ._provider import GeminiProvider
+from ._request import GOOGLE_GENERATIVE_AI_API
+from ._turns import validate_google_replay_turns
 
-__all__ = ["classify_failover"]
+__all__ = ["classify_failover", "register_providers", "validate_replay_turns"]
 
 
 @hookimpl
 def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
     """Classify failures of the Gemini providers; no opinion on other providers."""
     return GOOGLE_FAILOVER_OWNER.classify(signal)
+
+
+@hookimpl
+def register_providers(register: RegisterComponent) -> None:
+    """``google-generative-ai``: Gemini streamGenerateContent over httpx (one per runtime)."""
+    register(GOOGLE_GENERATIVE_AI_API, GeminiProvider().stream_fn)
+
+
+@hookimpl
+def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any] | None:
+    """Gemini: merged model turns, user-first history."""
+    return validate_google_replay_turns(messages, policy)

@@ -15,7 +15,12 @@ def test_openai_plugin_is_discovered_and_answers_for_its_providers():
     assert record.hooks == ["classify_failover"]
     runtime.plugin_manager.check_pending()
     result, plugin = runtime.hooks.classify_failover(
-        FailoverSignal(provider="openai", status=429, code="insufficient_quota", message="429 You exceeded your current quota")
+        FailoverSignal(
+            provider="openai",
+            status=429,
+            code="insufficient_quota",
+            message="429 You exceeded your current quota",
+        )
     )
     assert plugin == "openai"
     assert result.reason == FailoverReason.BILLING

@@ -1,0 +1,340 @@
+"""Bytes ↔ session records: one-pass parsing, lossless side files, atomic and locked writes.
+
+Parsing never raises on bad data. Every physical line is either an accepted record or an
+:class:`InvalidLine` that carries its exact bytes, so a caller can keep it aside instead of
+dropping it (DESIGN §8). Parsing uses ``orjson`` and does only the checks the tree needs, so
+loading a session costs little more than decoding its JSON.
+
+Writes go through three primitives: :func:`append_bytes` (one ``write`` per append, optional
+``fsync``), :func:`atomic_write` (temp file in the same folder, ``fsync``, ``os.replace``,
+directory ``fsync``) and :func:`create_exclusive` (the header appears whole or not at all).
+:func:`session_lock` serialises writers across processes with ``filelock``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import filelock
+import orjson
+
+from .._exceptions import TranscriptError
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "Durability",
+    "InvalidLine",
+    "ParsedSession",
+    "SessionLockTimeout",
+    "append_bytes",
+    "atomic_write",
+    "create_exclusive",
+    "encode_record",
+    "entry_problem",
+    "invalid_lines_path",
+    "keep_invalid_lines",
+    "parse_session_bytes",
+    "session_lock",
+]
+
+Durability = Literal["none", "flush", "fsync"]
+
+#: Seconds a writer waits for another process's lock before giving up.
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+class SessionLockTimeout(TranscriptError):
+    """Another process held the session's write lock for longer than the timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidLine:
+    """A line that could not be used, kept verbatim with the reason."""
+
+    line_number: int
+    raw: bytes
+    reason: str
+    terminated: bool
+
+
+@dataclass(slots=True)
+class ParsedSession:
+    """Everything one pass over a session file found.
+
+    ``header`` is the first line that parsed as JSON (OpenClaw checks the first *parsed*
+    record, so a garbage first line does not hide a good header). ``entries`` are the later
+    accepted records in file order; ``spans`` holds each entry's byte range in ``data`` so
+    untouched lines can be written back unchanged.
+    """
+
+    data: bytes
+    header: dict[str, Any] | None = None
+    header_span: tuple[int, int] | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    invalid: list[InvalidLine] = field(default_factory=list)
+    header_problem: str | None = None
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a parsed record cannot be a session entry, or ``None`` when it can."""
+    if type(entry) is not dict:
+        return "is not a JSON object"
+    kind = entry.get("type")
+    if type(kind) is not str or not kind:
+        return "is missing entry type"
+    entry_id = entry.get("id")
+    if type(entry_id) is not str or not entry_id:
+        return "is missing entry id"
+    parent = entry.get("parentId")
+    if parent is not None and type(parent) is not str:
+        return "has invalid parentId"
+    if kind == "message":
+        message = entry.get("message")
+        if type(message) is not dict:
+            return "has no message object"
+        role = message.get("role")
+        if type(role) is not str or not role.strip():
+            return "has a message without a role"
+    elif kind == "leaf":
+        target = entry.get("targetId")
+        if target is not None and type(target) is not str:
+            return "has invalid targetId"
+        append_parent = entry.get("appendParentId")
+        if append_parent is not None and type(append_parent) is not str:
+            return "has invalid appendParentId"
+    mode = entry.get("appendMode")
+    if mode is not None and mode != "side":
+        return "has invalid appendMode"
+    return None
+
+
+def parse_session_bytes(data: bytes) -> ParsedSession:
+    """Split, decode and check every line of a session file in one pass."""
+    parsed = ParsedSession(data=data)
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    invalid = parsed.invalid
+    entries = parsed.entries
+    spans = parsed.spans
+    entries_append = entries.append
+    spans_append = spans.append
+    size = len(data)
+    start = 0
+    line_number = 0
+    header_seen = False
+    find = data.find
+    while start < size:
+        end = find(b"\n", start)
+        terminated = end != -1
+        if not terminated:
+            end = size
+        line_number += 1
+        stop = end - 1 if end > start and data[end - 1] == 13 else end  # strip "\r"
+        line = data[start:stop]
+        next_start = end + 1
+        if not line.strip():
+            start = next_start
+            continue
+        try:
+            record = loads(line)
+        except decode_error:
+            invalid.append(
+                InvalidLine(line_number, data[start:end], "is not valid JSON", terminated)
+            )
+            start = next_start
+            continue
+        if not header_seen:
+            header_seen = True
+            parsed.header_span = (start, end)
+            if type(record) is dict:
+                parsed.header = record
+            else:
+                parsed.header_problem = "first record is not a JSON object"
+            start = next_start
+            continue
+        problem = entry_problem(record)
+        if problem is not None:
+            invalid.append(InvalidLine(line_number, data[start:end], problem, terminated))
+        else:
+            entries_append(record)
+            spans_append((start, end))
+        start = next_start
+    if header_seen and parsed.header_problem is None:
+        header = parsed.header or {}
+        header_id = header.get("id")
+        if header.get("type") != "session" or type(header_id) is not str or not header_id:
+            parsed.header_problem = "invalid session header"
+    elif not header_seen:
+        parsed.header_problem = "missing session header"
+    return parsed
+
+
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One JSONL line (compact JSON, as JavaScript's ``JSON.stringify`` writes it)."""
+    try:
+        return orjson.dumps(record) + b"\n"
+    except TypeError as exc:
+        raise TranscriptError(f"session record is not JSON-serialisable: {exc}") from exc
+
+
+def invalid_lines_path(session_file: str | Path) -> Path:
+    """The side file next to a session where unreadable lines are kept."""
+    path = Path(session_file)
+    return path.with_name(f"{path.name}.invalid.jsonl")
+
+
+def keep_invalid_lines(
+    session_file: str | Path, lines: list[InvalidLine], *, kept_at: str
+) -> Path | None:
+    """Append unreadable lines to the side file (fsynced); nothing is ever discarded.
+
+    Each record keeps the exact bytes: ``raw`` when they are UTF-8, else ``rawBase64``.
+    """
+    if not lines:
+        return None
+    target = invalid_lines_path(session_file)
+    name = Path(session_file).name
+    out = bytearray()
+    for line in lines:
+        record: dict[str, Any] = {
+            "sessionFile": name,
+            "lineNumber": line.line_number,
+            "reason": line.reason,
+            "terminated": line.terminated,
+            "keptAt": kept_at,
+        }
+        try:
+            record["raw"] = line.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            record["rawBase64"] = base64.b64encode(line.raw).decode("ascii")
+        out += json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n"
+    append_bytes(target, bytes(out), fsync=True, create=True)
+    return target
+
+
+def append_bytes(path: str | Path, payload: bytes, *, fsync: bool, create: bool = False) -> int:
+    """Append ``payload`` with ``O_APPEND``; returns the file size afterwards."""
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(path: Path, content: bytes, mode: int | None, tag: str) -> Path:
+    temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    os.close(fd)
+    if mode is not None:
+        os.chmod(temp, mode)
+    return temp
+
+
+def atomic_write(path: str | Path, content: bytes, *, tag: str = "rewrite") -> None:
+    """Replace ``path`` with ``content`` so readers see the old file or the new one, never half."""
+    target = Path(path)
+    try:
+        mode: int | None = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    temp = _write_temp(target, content, mode, tag)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_dir(target.parent)
+
+
+def create_exclusive(path: str | Path, content: bytes) -> None:
+    """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists.
+
+    The file is written aside and hard-linked into place, so it never exists half-written.
+    """
+    target = Path(path)
+    temp = _write_temp(target, content, None, "create")
+    try:
+        os.link(temp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+    _fsync_dir(target.parent)
+
+
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def session_lock(
+    session_file: str | Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> Iterator[None]:
+    """Hold the cross-process write lock of one session file (``<file>.lock``).
+
+    Re-entrant within a thread (a repair that re-reads under the lock may lock again).
+    Acquire and release happen on the calling thread; callers run the whole locked section
+    in one worker thread.
+    """
+    key = os.path.abspath(session_file)
+    held: dict[str, int] = getattr(_held, "paths", None) or {}
+    _held.paths = held
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
+    lock = filelock.FileLock(f"{session_file}.lock", timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout as exc:
+        raise SessionLockTimeout(
+            f"session file {Path(session_file).name} is locked by another writer "
+            f"(waited {timeout:g}s)"
+        ) from exc
+    held[key] = 1
+    try:
+        yield
+    finally:
+        held.pop(key, None)
+        lock.release()

@@ -1,0 +1,339 @@
+"""``repair_session_file_if_needed``: make a damaged session file loadable again, losing nothing.
+
+Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records of one parse:
+
+* a line that is not JSON, not an entry, or a message without a role (OpenClaw's newest
+  "null role" rule) is *malformed*. OpenClaw drops it; here it is **kept** in the side file
+  ``<file>.invalid.jsonl`` with its exact bytes (DESIGN §8), then removed from the session;
+* the header must be ``type:"session"`` with an id, otherwise nothing is changed and the
+  reason is ``invalid session header``;
+* an assistant message with ``content: []`` and ``stopReason: "error"`` gets the text
+  ``[assistant turn failed before producing content]`` (a silent ``stop`` reply is left alone);
+* blank user content becomes ``(continue)`` — the **newest** rule (``BLANK_USER_FALLBACK_TEXT``).
+  The older test dropped blank user messages; the newest code explains it switched because a
+  dropped user turn can leave a transcript with no user role at all, which strict providers
+  reject, so ``droppedBlankUserMessages`` stays 0. Blank text blocks next to media are removed;
+* trailing assistant entries that ended in ``stopReason: "error"`` are dropped (they would make
+  Anthropic answer 400 "does not support assistant message prefill"); a normal completed
+  trailing assistant is kept;
+* before the file is replaced the original is copied to ``<file>.bak-<pid>-<ms>``, the new
+  content goes to a temp file that is renamed over the session. A second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .entries import iso_timestamp
+from .jsonl import (
+    InvalidLine,
+    ParsedSession,
+    atomic_write,
+    encode_record,
+    keep_invalid_lines,
+    parse_session_bytes,
+    session_lock,
+)
+
+__all__ = [
+    "BLANK_USER_FALLBACK_TEXT",
+    "STREAM_ERROR_FALLBACK_TEXT",
+    "RepairPlan",
+    "RepairReport",
+    "plan_session_repair",
+    "render_repaired",
+    "repair_assistant_entry",
+    "repair_session_file",
+    "repair_session_file_if_needed",
+    "repair_user_entry",
+    "report_for",
+    "summarize_repair",
+    "write_repair",
+]
+
+#: Text given to an assistant turn that failed before producing any content.
+STREAM_ERROR_FALLBACK_TEXT = "[assistant turn failed before producing content]"
+#: Text given to a user turn whose content was blank.
+BLANK_USER_FALLBACK_TEXT = "(continue)"
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    """What a repair did (field names are snake_case twins of OpenClaw's report)."""
+
+    repaired: bool
+    dropped_lines: int = 0
+    rewritten_assistant_messages: int = 0
+    dropped_blank_user_messages: int = 0
+    rewritten_user_messages: int = 0
+    dropped_trailing_assistant_messages: int = 0
+    backup_path: str | None = None
+    invalid_lines_path: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class RepairPlan:
+    """The repaired record list of one parse, and what changed."""
+
+    entries: list[dict[str, Any]]
+    changed: list[bool]
+    invalid: list[InvalidLine]
+    rewritten_assistant_messages: int = 0
+    rewritten_user_messages: int = 0
+    dropped_blank_user_messages: int = 0
+    dropped_trailing_assistant_messages: int = 0
+
+    @property
+    def needed(self) -> bool:
+        """Whether the file on disk differs from the plan."""
+        return bool(
+            self.invalid
+            or self.rewritten_assistant_messages
+            or self.rewritten_user_messages
+            or self.dropped_blank_user_messages
+            or self.dropped_trailing_assistant_messages
+        )
+
+
+def repair_assistant_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The rewritten entry for an empty error turn, or ``None`` when it needs nothing."""
+    message = entry["message"]
+    if message.get("content") != [] or message.get("stopReason") != "error":
+        return None
+    return {
+        **entry,
+        "message": {**message, "content": [{"type": "text", "text": STREAM_ERROR_FALLBACK_TEXT}]},
+    }
+
+
+def _is_blank_text_block(block: Any) -> bool:
+    if type(block) is not dict or block.get("type") != "text":
+        return False
+    text = block.get("text")
+    return isinstance(text, str) and not text.strip()
+
+
+def repair_user_entry(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The rewritten entry for blank user content, or ``None`` when it needs nothing."""
+    message = entry["message"]
+    content = message.get("content")
+    if isinstance(content, str):
+        if content.strip():
+            return None
+        return {**entry, "message": {**message, "content": BLANK_USER_FALLBACK_TEXT}}
+    if not isinstance(content, list):
+        return None
+    kept = [block for block in content if not _is_blank_text_block(block)]
+    if not kept:
+        fallback = [{"type": "text", "text": BLANK_USER_FALLBACK_TEXT}]
+        return {**entry, "message": {**message, "content": fallback}}
+    if len(kept) == len(content):
+        return None
+    return {**entry, "message": {**message, "content": kept}}
+
+
+def _is_error_assistant(entry: dict[str, Any]) -> bool:
+    if entry.get("type") != "message":
+        return False
+    message = entry["message"]
+    return message.get("role") == "assistant" and message.get("stopReason") == "error"
+
+
+def plan_session_repair(parsed: ParsedSession) -> RepairPlan:
+    """Apply the per-record rules and the trailing-error rule to one parse (pure)."""
+    entries = parsed.entries
+    out: list[dict[str, Any]] = []
+    changed: list[bool] = []
+    plan = RepairPlan(out, changed, list(parsed.invalid))
+    for entry in entries:
+        if entry["type"] == "message":
+            role = entry["message"]["role"]
+            if role == "assistant":
+                fixed = repair_assistant_entry(entry)
+                if fixed is not None:
+                    out.append(fixed)
+                    changed.append(True)
+                    plan.rewritten_assistant_messages += 1
+                    continue
+            elif role == "user":
+                fixed = repair_user_entry(entry)
+                if fixed is not None:
+                    out.append(fixed)
+                    changed.append(True)
+                    plan.rewritten_user_messages += 1
+                    continue
+        out.append(entry)
+        changed.append(False)
+    while out and _is_error_assistant(out[-1]):
+        out.pop()
+        changed.pop()
+        plan.dropped_trailing_assistant_messages += 1
+    return plan
+
+
+def summarize_repair(report: RepairReport) -> str:
+    """The comma-separated summary OpenClaw logs after a repair."""
+    parts = []
+    if report.dropped_lines:
+        parts.append(f"dropped {report.dropped_lines} malformed line(s)")
+    if report.rewritten_assistant_messages:
+        parts.append(f"rewrote {report.rewritten_assistant_messages} assistant message(s)")
+    if report.dropped_blank_user_messages:
+        parts.append(f"dropped {report.dropped_blank_user_messages} blank user message(s)")
+    if report.rewritten_user_messages:
+        parts.append(f"rewrote {report.rewritten_user_messages} user message(s)")
+    if report.dropped_trailing_assistant_messages:
+        parts.append(
+            f"dropped {report.dropped_trailing_assistant_messages} trailing assistant message(s)"
+        )
+    return ", ".join(parts) if parts else "no changes"
+
+
+def render_repaired(parsed: ParsedSession, plan: RepairPlan) -> bytes:
+    """The repaired file: untouched lines byte for byte, changed records re-encoded."""
+    data = parsed.data
+    chunks: list[bytes] = []
+    assert parsed.header_span is not None
+    start, end = parsed.header_span
+    chunks.append(data[start:end].rstrip(b"\r") + b"\n")
+    spans = parsed.spans
+    # Records are only rewritten in place or dropped from the end, so index i of the plan is
+    # index i of the parse.
+    for index, entry in enumerate(plan.entries):
+        if plan.changed[index]:
+            chunks.append(encode_record(entry))
+        else:
+            start, end = spans[index]
+            chunks.append(data[start:end].rstrip(b"\r") + b"\n")
+    return b"".join(chunks)
+
+
+def write_repair(
+    session_file: Path,
+    parsed: ParsedSession,
+    plan: RepairPlan,
+    *,
+    now_ms: int,
+    kept_at: str,
+) -> tuple[str, str | None]:
+    """Back up, keep bad lines aside, and atomically replace the file; returns the paths."""
+    backup = session_file.with_name(f"{session_file.name}.bak-{os.getpid()}-{now_ms}")
+    mode = os.stat(session_file).st_mode & 0o7777
+    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        view = memoryview(parsed.data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
+    atomic_write(session_file, render_repaired(parsed, plan), tag="repair")
+    return str(backup), None if side is None else str(side)
+
+
+def report_for(plan: RepairPlan, **extra: Any) -> RepairReport:
+    """A report of ``plan``'s counters."""
+    return RepairReport(
+        dropped_lines=len(plan.invalid),
+        rewritten_assistant_messages=plan.rewritten_assistant_messages,
+        dropped_blank_user_messages=plan.dropped_blank_user_messages,
+        rewritten_user_messages=plan.rewritten_user_messages,
+        dropped_trailing_assistant_messages=plan.dropped_trailing_assistant_messages,
+        **extra,
+    )
+
+
+def repair_session_file(
+    session_file: str | Path,
+    *,
+    warn: Warn | None = None,
+    now: Callable[[], datetime] | None = None,
+    lock_timeout: float | None = None,
+) -> RepairReport:
+    """Blocking form of :func:`repair_session_file_if_needed`."""
+    raw_name = str(session_file).strip()
+    if not raw_name:
+        return RepairReport(repaired=False, reason="missing session file")
+    path = Path(raw_name)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return RepairReport(repaired=False, reason="missing session file")
+    except OSError as exc:
+        reason = f"failed to read session file: {exc.strerror or type(exc).__name__}"
+        if warn:
+            warn(f"session file repair skipped: {reason} ({path.name})")
+        return RepairReport(repaired=False, reason=reason)
+    parsed = parse_session_bytes(data)
+    if parsed.header_span is None and not parsed.entries:
+        return RepairReport(
+            repaired=False, dropped_lines=len(parsed.invalid), reason="empty session file"
+        )
+    if parsed.header_problem is not None:
+        if warn:
+            warn(f"session file repair skipped: invalid session header ({path.name})")
+        return RepairReport(
+            repaired=False, dropped_lines=len(parsed.invalid), reason="invalid session header"
+        )
+    plan = plan_session_repair(parsed)
+    if not plan.needed:
+        return RepairReport(repaired=False)
+    moment = (now or (lambda: datetime.now(UTC)))()
+    options = {} if lock_timeout is None else {"timeout": lock_timeout}
+    try:
+        with session_lock(path, **options):
+            # Another writer may have appended since the read: repair what is on disk now.
+            latest = path.read_bytes()
+            if latest != data:
+                parsed = parse_session_bytes(latest)
+                if parsed.header_problem is not None:
+                    return RepairReport(repaired=False, reason="invalid session header")
+                plan = plan_session_repair(parsed)
+                if not plan.needed:
+                    return RepairReport(repaired=False)
+            backup, side = write_repair(
+                path,
+                parsed,
+                plan,
+                now_ms=int(moment.timestamp() * 1000),
+                kept_at=iso_timestamp(moment),
+            )
+    except OSError as exc:
+        reason = f"repair failed: {exc.strerror or type(exc).__name__}"
+        return report_for(plan, repaired=False, reason=reason)
+    report = report_for(plan, repaired=True, backup_path=backup, invalid_lines_path=side)
+    if warn:
+        kept = f"; malformed lines kept in {Path(side).name}" if side else ""
+        warn(f"session file repaired: {summarize_repair(report)} ({path.name}){kept}")
+    return report
+
+
+async def repair_session_file_if_needed(
+    session_file: str | Path,
+    *,
+    warn: Warn | None = None,
+    now: Callable[[], datetime] | None = None,
+    lock_timeout: float | None = None,
+) -> RepairReport:
+    """Repair a session file in place when it needs it (§12.2); never raises on bad data.
+
+    :param session_file: path of the ``.jsonl`` session file.
+    :param warn: called with OpenClaw's warning texts ("session file repaired: dropped N
+        malformed line(s), rewrote N assistant message(s) ...").
+    :param now: clock for the backup name and side-file stamps (tests).
+    :returns: a :class:`RepairReport`; ``repaired`` is false when nothing had to change.
+    """
+    return await anyio.to_thread.run_sync(
+        lambda: repair_session_file(session_file, warn=warn, now=now, lock_timeout=lock_timeout)
+    )

@@ -1,0 +1,295 @@
+"""The ordered transcript-sanitizer pipeline (OpenClaw ``sanitizeSessionHistory``).
+
+Sanitizers are registered through ``register_transcript_sanitizers`` as ``(name, fn,
+order)``; :func:`run_transcript_sanitizers` runs them in ``(order, name)`` order, each as
+``fn(messages, policy) -> messages``. A sanitizer named in ``policy.disabled`` is skipped; the
+built-ins also consult their policy flag (``policy.wants(name, flag)``), so ``policy.enabled``
+can force one on. A sanitizer that raises is skipped (its input passes through) and reported
+to ``on_error``; the run goes on.
+
+The pipeline is deterministic and idempotent: the same input gives byte-identical output, and
+sanitizing a sanitized history changes nothing (provider prompt caches depend on both).
+Sanitizers never mutate their input.
+
+Built-ins, in OpenClaw's order:
+
+====  ===============================  =======================================================
+20    ``images``                       image limits, blank-block cleanup
+30    ``thinking_signatures``          stale (pre-compaction) and invalid signatures
+40    ``drop_reasoning_from_history``  reasoning the provider cannot take back
+45    ``drop_thinking_blocks``         thinking blocks for providers that reject old ones
+50    ``tool_call_inputs``             unreplayable tool calls
+60    ``tool_use_result_pairing``      results after their calls, synthetic missing results
+70    ``tool_result_details``          opaque tool-result ``details``
+80    ``stale_assistant_usage``        usage of turns the latest compaction summarised
+90    ``google_turn_ordering``         ``(session bootstrap)`` before an assistant-first history
+====  ===============================  =======================================================
+
+**Reaching a fixed point.** One pass in OpenClaw's order is not idempotent: dropping a
+malformed tool call can end the "tool turn in progress" that kept its reasoning, or remove the
+latest assistant turn that was exempt from signature stripping, so the *next* request would
+sanitize the history further. The runner therefore repeats the pipeline until a pass changes
+nothing (at most ``max_passes``). The first pass is exactly OpenClaw's result; later passes
+apply the same rules to it, as OpenClaw would on the next turn. A stage signals "unchanged"
+by returning the message objects it was given (every built-in does); sanitizers that copy
+unchanged messages only cost extra passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import Usage
+from .entries import parse_timestamp_ms
+from .images import sanitize_session_messages_images
+from .pairing import sanitize_tool_call_inputs, sanitize_tool_use_result_pairing
+from .pairing import strip_tool_result_details as _strip_details
+from .policy import (
+    TranscriptPolicy,
+    provider_requires_signed_thinking,
+    should_allow_provider_owned_thinking_replay,
+)
+from .replay import sanitize_google_turn_ordering
+from .thinking import (
+    drop_reasoning_from_history,
+    drop_thinking_blocks,
+    should_preserve_latest_assistant_thinking,
+    strip_invalid_thinking_signatures,
+    strip_stale_thinking_signatures_for_compaction_replay,
+)
+from .wire import role_of, wget, wset
+
+__all__ = [
+    "BUILTIN_SANITIZERS",
+    "Sanitizer",
+    "SanitizerSpec",
+    "run_transcript_sanitizers",
+    "sanitize_session_history",
+    "strip_stale_assistant_usage_before_latest_compaction",
+]
+
+Sanitizer = Callable[[list[Any], TranscriptPolicy], Sequence[Any]]
+OnError = Callable[[str, str | None, BaseException], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SanitizerSpec:
+    """A named pipeline stage."""
+
+    name: str
+    fn: Sanitizer
+    order: int = 100
+    plugin: str | None = None
+
+
+# --------------------------------------------------------------------------- built-in stages
+
+
+def _images(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("images", True):
+        return messages
+    return sanitize_session_messages_images(messages, max_bytes=policy.image_max_bytes)
+
+
+def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    signed = provider_requires_signed_thinking(policy.provider) or policy.preserve_signatures
+    if not policy.wants("thinking_signatures", signed):
+        return messages
+    preserve = policy.preserve_latest_assistant_thinking
+    if preserve is None:
+        preserve = should_preserve_latest_assistant_thinking(messages)
+    return strip_invalid_thinking_signatures(
+        strip_stale_thinking_signatures_for_compaction_replay(messages),
+        preserve_latest_assistant=preserve,
+    )
+
+
+def _drop_reasoning(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("drop_reasoning_from_history", policy.drop_reasoning_from_history):
+        return messages
+    return drop_reasoning_from_history(messages)
+
+
+def _drop_thinking(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("drop_thinking_blocks", policy.drop_thinking_blocks):
+        return messages
+    return drop_thinking_blocks(messages)
+
+
+def _tool_call_inputs(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("tool_call_inputs", True):
+        return messages
+    return sanitize_tool_call_inputs(
+        messages,
+        allowed_tool_names=policy.allowed_tool_names,
+        allow_provider_owned_thinking_replay=should_allow_provider_owned_thinking_replay(policy),
+    )
+
+
+def _pairing(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("tool_use_result_pairing", policy.repair_tool_use_result_pairing):
+        return messages
+    return sanitize_tool_use_result_pairing(
+        messages,
+        errored_assistant_result_policy="drop",
+        missing_tool_result_text="aborted" if policy.is_openai_responses else None,
+    )
+
+
+def _tool_result_details(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("tool_result_details", True):
+        return messages
+    return _strip_details(messages)
+
+
+def _zero_usage_wire() -> dict[str, Any]:
+    """OpenClaw's ``makeZeroUsageSnapshot`` in wire form (a fresh dict each time)."""
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": cost,
+    }
+
+
+def _is_zero_usage(usage: Any) -> bool:
+    if isinstance(usage, Usage):
+        usage = usage.to_dict()
+    return bool(usage == _zero_usage_wire())
+
+
+def strip_stale_assistant_usage_before_latest_compaction(messages: Sequence[Any]) -> list[Any]:
+    """Zero the usage of assistant turns the latest compaction summary already covers.
+
+    Stale by timestamp (≤ the summary's) or, for legacy summaries, by position before it.
+    The usage stays structurally valid so token accounting keeps working.
+    """
+    latest_index = -1
+    latest_stamp: float | None = None
+    for index, message in enumerate(messages):
+        if role_of(message) == "compactionSummary":
+            latest_index = index
+            latest_stamp = parse_timestamp_ms(wget(message, "timestamp"))
+    if latest_index < 0:
+        return messages if isinstance(messages, list) else list(messages)
+    out = list(messages)
+    touched = False
+    for index, message in enumerate(out):
+        if role_of(message) != "assistant":
+            continue
+        usage = wget(message, "usage")
+        if not usage or _is_zero_usage(usage):
+            continue
+        stamp = parse_timestamp_ms(wget(message, "timestamp"))
+        stale_by_time = latest_stamp is not None and stamp is not None and stamp <= latest_stamp
+        if not stale_by_time and index >= latest_index:
+            continue
+        zero: Any = Usage() if isinstance(usage, Usage) else _zero_usage_wire()
+        out[index] = wset(message, usage=zero)
+        touched = True
+    return out if touched else messages if isinstance(messages, list) else list(messages)
+
+
+def _stale_usage(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("stale_assistant_usage", True):
+        return messages
+    return strip_stale_assistant_usage_before_latest_compaction(messages)
+
+
+def _google_turn_ordering(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not policy.wants("google_turn_ordering", policy.apply_google_turn_ordering):
+        return messages
+    return sanitize_google_turn_ordering(messages)
+
+
+#: The core sanitizers, registered by the ``builtin.transcript`` plugin.
+BUILTIN_SANITIZERS: tuple[SanitizerSpec, ...] = (
+    SanitizerSpec("images", _images, 20),
+    SanitizerSpec("thinking_signatures", _thinking_signatures, 30),
+    SanitizerSpec("drop_reasoning_from_history", _drop_reasoning, 40),
+    SanitizerSpec("drop_thinking_blocks", _drop_thinking, 45),
+    SanitizerSpec("tool_call_inputs", _tool_call_inputs, 50),
+    SanitizerSpec("tool_use_result_pairing", _pairing, 60),
+    SanitizerSpec("tool_result_details", _tool_result_details, 70),
+    SanitizerSpec("stale_assistant_usage", _stale_usage, 80),
+    SanitizerSpec("google_turn_ordering", _google_turn_ordering, 90),
+)
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+def _as_spec(item: Any) -> SanitizerSpec:
+    if isinstance(item, SanitizerSpec):
+        return item
+    if isinstance(item, tuple):
+        name, fn, *rest = item
+        return SanitizerSpec(name, fn, int(rest[0]) if rest else 100)
+    # A registry ``Registration``: name, component, order, plugin.
+    return SanitizerSpec(item.name, item.component, int(item.order), getattr(item, "plugin", None))
+
+
+def _same_messages(before: Sequence[Any], after: Sequence[Any]) -> bool:
+    return len(before) == len(after) and all(a is b for a, b in zip(before, after, strict=True))
+
+
+def run_transcript_sanitizers(
+    messages: Sequence[Any],
+    policy: TranscriptPolicy,
+    sanitizers: Iterable[Any],
+    *,
+    on_error: OnError | None = None,
+    max_passes: int = 4,
+) -> list[Any]:
+    """Run sanitizers in ``(order, name)`` order, pass after pass, until nothing changes.
+
+    :param sanitizers: :class:`SanitizerSpec`, ``(name, fn[, order])`` tuples, or registry
+        registrations (``runtime.components.transcript_sanitizers.ordered()``).
+    :param on_error: ``on_error(name, plugin, exc)`` for a sanitizer that raised or returned
+        something that is not a list of messages; that stage is skipped (its input passes
+        through). Without it the exception propagates.
+    :param max_passes: upper bound on pipeline passes (1 = a single OpenClaw pass).
+    """
+    specs = sorted((_as_spec(item) for item in sanitizers), key=lambda s: (s.order, s.name))
+    specs = [spec for spec in specs if spec.name not in policy.disabled]
+    failed: set[str] = set()
+    current = list(messages)
+    for _ in range(max(1, max_passes)):
+        start = current
+        for spec in specs:
+            if spec.name in failed:
+                continue
+            try:
+                result = spec.fn(list(current), policy)
+                if not isinstance(result, list | tuple):
+                    raise TypeError(
+                        f"sanitizer {spec.name!r} returned {type(result).__name__}, expected a list"
+                    )
+            except Exception as exc:
+                if on_error is None:
+                    raise
+                failed.add(spec.name)
+                on_error(spec.name, spec.plugin, exc)
+                continue
+            current = list(result)
+        if _same_messages(start, current):
+            break
+    return current
+
+
+def sanitize_session_history(
+    messages: Sequence[Any],
+    policy: TranscriptPolicy,
+    *,
+    extra: Iterable[Any] = (),
+    on_error: OnError | None = None,
+) -> list[Any]:
+    """The built-in pipeline (plus ``extra`` sanitizers) over ``messages``."""
+    return run_transcript_sanitizers(
+        messages, policy, (*BUILTIN_SANITIZERS, *extra), on_error=on_error
+    )
