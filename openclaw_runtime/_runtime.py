@@ -39,6 +39,7 @@ from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
 from .messages import UserMessage
 from .providers.registry import ModelRegistry
+from .repair.compose import apply_stream_repairers, bind_tool_call_formats
 from .transcript.policy import TranscriptPolicy
 
 __all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
@@ -146,12 +147,14 @@ class Hooks:
 
     def _fault(self, impl: Any, hook_name: str, exc: Exception) -> None:
         exc.add_note(f"raised by plugin {impl.plugin_name!r} in hook {hook_name!r}")
+        self.record_fault(impl.plugin_name, hook_name, exc)
+
+    def record_fault(self, plugin: str | None, hook_name: str, exc: BaseException) -> None:
+        """Remember that ``plugin`` failed in ``hook_name`` (shown by ``plugins``)."""
         self.faults.append(
-            PluginFault(impl.plugin_name, hook_name, f"{type(exc).__name__}: {exc}", time.time())
+            PluginFault(plugin, hook_name, f"{type(exc).__name__}: {exc}", time.time())
         )
-        logger.warning(
-            "plugin %r raised in hook %s: %s", impl.plugin_name, hook_name, exc, exc_info=exc
-        )
+        logger.warning("plugin %r failed in %s: %s", plugin, hook_name, exc, exc_info=exc)
 
     def _first(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, str | None]:
         for impl in self._impls(hook_name):
@@ -341,6 +344,7 @@ class Runtime:
         )
         self._components: Components | None = None
         self._context_slot: ContextEngineSlot | None = None
+        self._repaired: dict[str, tuple[StreamFn, StreamFn]] = {}
         self.closed = False
         self.hooks.runtime_configured(self)
 
@@ -387,9 +391,27 @@ class Runtime:
             name if name is not None else self.config.context_engine
         )
 
-    def stream_fn_for(self, model: Model) -> StreamFn:
-        """The provider implementation that speaks ``model.api``."""
-        return self.components.providers.get(model.api)
+    def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn:
+        """The provider that speaks ``model.api``, behind the registered stream repairers."""
+        stream_fn = self.components.providers.get(model.api)
+        if not repair:
+            return stream_fn
+        cached = self._repaired.get(model.api)
+        if cached is None or cached[0] is not stream_fn:
+            cached = (stream_fn, apply_stream_repairers(stream_fn, self._stream_repairers()))
+            self._repaired[model.api] = cached
+        return cached[1]
+
+    def _stream_repairers(self) -> list[Any]:
+        components = self.components
+        formats = {r.name: r.component for r in components.tool_call_formats.ordered()}
+        owners = {r.name: r.plugin for r in components.tool_call_formats.ordered()}
+        repairers = [r.component for r in components.stream_repairers.ordered()]
+
+        def invalid(name: str, exc: TypeError) -> None:
+            self.hooks.record_fault(owners.get(name), "register_tool_call_formats", exc)
+
+        return bind_tool_call_formats(repairers, formats, on_invalid=invalid)
 
     # agents -------------------------------------------------------------------------------------
 

@@ -252,10 +252,12 @@ def register_stream_repairers(register: RegisterOrdered) -> None:
 
 @hookspec
 def register_tool_call_formats(register: RegisterComponent) -> None:
-    """Contribute parsers for tool calls a model writes as plain text.
+    """Contribute syntaxes for tool calls a model writes as plain text.
 
-    Called once per runtime. ``register(name, parser)``; the built-in plain-text repairer
-    tries every registered format when promoting text to structured tool calls.
+    Called once per runtime. ``register(name, fmt)`` with a
+    ``openclaw_runtime.repair.ToolCallFormat`` (``parse_at`` and ``scan_at``); the built-in
+    plain-text repairer tries every registered format when promoting text to structured tool
+    calls. A registration that is not a format is reported and left out.
 
     :param register: the registration callback.
     :returns: nothing.
