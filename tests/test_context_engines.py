@@ -29,8 +29,15 @@ from openclaw_runtime.context.engine import (
     SubagentEndedParams,
 )
 from openclaw_runtime.context.legacy import LegacyContextEngine
-from openclaw_runtime.context.lifecycle import compact_context_engine_with_safety_timeout, finish_turn
-from openclaw_runtime.context.registry import ContextEngineFactoryContext, ContextEngineSlot, QuarantineProxy
+from openclaw_runtime.context.lifecycle import (
+    compact_context_engine_with_safety_timeout,
+    finish_turn,
+)
+from openclaw_runtime.context.registry import (
+    ContextEngineFactoryContext,
+    ContextEngineSlot,
+    QuarantineProxy,
+)
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.testing import ContextEngineContract
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from openclaw_runtime_sliding_window import SlidingWindowEngine, window_start
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.context.engine import AssembleParams
 from openclaw_runtime.context.registry import QuarantineProxy
-from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from openclaw_runtime.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from openclaw_runtime.testing import ContextEngineContract
-from openclaw_runtime_sliding_window import SlidingWindowEngine, window_start
 
 
 class TestSlidingWindowContract(ContextEngineContract):
