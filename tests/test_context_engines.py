@@ -114,16 +114,25 @@ PARAMS = {
     "maintain": MaintainParams(session_id="s", session_file="f"),
     "ingest": IngestParams(session_id="s", message=MESSAGES[0]),
     "ingest_batch": IngestBatchParams(session_id="s", messages=MESSAGES),
-    "after_turn": AfterTurnParams(session_id="s", session_file="f", messages=MESSAGES, pre_prompt_message_count=1),
+    "after_turn": AfterTurnParams(
+        session_id="s", session_file="f", messages=MESSAGES, pre_prompt_message_count=1
+    ),
     "assemble": AssembleParams(session_id="s", messages=MESSAGES),
     "compact": CompactParams(session_id="s", session_file="f"),
-    "prepare_subagent_spawn": PrepareSubagentSpawnParams(parent_session_key="p", child_session_key="c"),
+    "prepare_subagent_spawn": PrepareSubagentSpawnParams(
+        parent_session_key="p", child_session_key="c"
+    ),
     "on_subagent_ended": SubagentEndedParams(child_session_key="c", reason="completed"),
 }
 # what each method answers once the engine is quarantined (legacy's method or the fixed result)
 FALLBACKS = {
     "bootstrap": BootstrapResult(bootstrapped=False, reason="context engine downgraded to legacy"),
-    "maintain": MaintenanceResult(changed=False, bytes_freed=0, rewritten_entries=0, reason="context engine downgraded to legacy"),
+    "maintain": MaintenanceResult(
+        changed=False,
+        bytes_freed=0,
+        rewritten_entries=0,
+        reason="context engine downgraded to legacy",
+    ),
     "ingest": IngestResult(ingested=False),
     "ingest_batch": IngestBatchResult(ingested_count=0),
     "after_turn": None,
@@ -155,8 +164,16 @@ async def test_a_registered_engine_is_wrapped():
     [
         (None, "resolve", "not registered (available: legacy)"),
         (lambda: (_ for _ in ()).throw(ValueError("no database")), "factory", "no database"),
-        (lambda: object(), "factory", 'Context engine "custom" factory returned an invalid ContextEngine: missing info, missing ingest(), missing assemble(), missing compact().'),
-        (lambda: None, "factory", 'Context engine "custom" factory returned None instead of a ContextEngine object.'),
+        (
+            lambda: object(),
+            "factory",
+            'Context engine "custom" factory returned an invalid ContextEngine: missing info, missing ingest(), missing assemble(), missing compact().',
+        ),
+        (
+            lambda: None,
+            "factory",
+            'Context engine "custom" factory returned None instead of a ContextEngine object.',
+        ),
     ],
 )
 async def test_broken_engines_are_quarantined_at_resolution(factory, operation, reason):
@@ -164,7 +181,11 @@ async def test_broken_engines_are_quarantined_at_resolution(factory, operation, 
     engine = await slot.resolve("custom")
     assert isinstance(engine, LegacyContextEngine)
     (quarantine,) = slot.list_quarantines()
-    assert (quarantine.engine_id, quarantine.operation, quarantine.reason) == ("custom", operation, reason)
+    assert (quarantine.engine_id, quarantine.operation, quarantine.reason) == (
+        "custom",
+        operation,
+        reason,
+    )
 
 
 async def test_a_quarantined_engine_is_not_built_again():
@@ -224,7 +245,11 @@ async def test_every_guarded_method_quarantines_and_falls_back(method):
         assert await getattr(engine, method)(PARAMS[method]) == FALLBACKS[method]
 
     (quarantine,) = slot.list_quarantines()
-    assert (quarantine.engine_id, quarantine.operation, quarantine.owner) == ("recording", method, "plugin-recording")
+    assert (quarantine.engine_id, quarantine.operation, quarantine.owner) == (
+        "recording",
+        method,
+        "plugin-recording",
+    )
     assert quarantine.reason == "engine exploded"
     assert engine.info.id == "legacy"  # info follows the fallback once quarantined
     assert engine.info.name == "Legacy Context Engine"
@@ -242,7 +267,10 @@ async def test_compact_falls_back_to_the_runtime_once_quarantined():
     engine = await slot.resolve("recording")
     await engine.assemble(PARAMS["assemble"])
     result = await engine.compact(PARAMS["compact"])  # legacy: delegates to the runtime
-    assert (result.ok, result.reason) == (False, "runtime compaction is not available to this context engine call")
+    assert (result.ok, result.reason) == (
+        False,
+        "runtime compaction is not available to this context engine call",
+    )
     assert "compact" not in inner.calls
 
 
@@ -257,7 +285,9 @@ async def test_first_failure_wins_and_clearing_restores_the_engine():
     assert slot.list_quarantines() == []
     inner.failing.clear()
     assert engine.info.id == "recording"
-    assert await engine.assemble(PARAMS["assemble"]) == AssembleResult(messages=MESSAGES[-1:], estimated_tokens=7)
+    assert await engine.assemble(PARAMS["assemble"]) == AssembleResult(
+        messages=MESSAGES[-1:], estimated_tokens=7
+    )
 
 
 async def test_an_already_aborted_call_raises_the_callers_abort():
@@ -353,7 +383,9 @@ class WithBatch(OnlyIngest):
 
 
 async def test_finish_turn_uses_the_richest_method_available():
-    params = AfterTurnParams(session_id="s", session_file="f", messages=MESSAGES, pre_prompt_message_count=1)
+    params = AfterTurnParams(
+        session_id="s", session_file="f", messages=MESSAGES, pre_prompt_message_count=1
+    )
     recording = RecordingEngine()
     assert await finish_turn(recording, params) == "after_turn"
     batch = WithBatch()
@@ -406,8 +438,16 @@ async def test_delegate_compaction_to_runtime_forwards_to_the_runtime():
         received.append(kwargs)
         return CompactResult(ok=True, compacted=True)
 
-    runtime = ContextEngineRuntimeContext(token_budget=50_000, current_token_count=42_000, compact_session=compact_session)
-    params = CompactParams(session_id="s", session_file="f.jsonl", force=True, compaction_target="threshold", runtime_context=runtime)
+    runtime = ContextEngineRuntimeContext(
+        token_budget=50_000, current_token_count=42_000, compact_session=compact_session
+    )
+    params = CompactParams(
+        session_id="s",
+        session_file="f.jsonl",
+        force=True,
+        compaction_target="threshold",
+        runtime_context=runtime,
+    )
     assert await delegate_compaction_to_runtime(params) == CompactResult(ok=True, compacted=True)
     (call,) = received
     assert call["current_token_count"] == 42_000  # taken from the runtime context when missing

@@ -152,7 +152,9 @@ def test_hook_register_context_engines(runtime_factory):
     runtime = runtime_factory(plugins=[("plugin-a", PluginA())])
     registration = runtime.components.context_engines.registration("sliding_window")
     assert (registration.component, registration.plugin) == (EngineA, "plugin-a")
-    with pytest.raises(UnknownContextEngineError, match=r"'nope'; registered: 'legacy', 'sliding_window'"):
+    with pytest.raises(
+        UnknownContextEngineError, match=r"'nope'; registered: 'legacy', 'sliding_window'"
+    ):
         runtime.components.context_engines.get("nope")
 
     class PluginB:

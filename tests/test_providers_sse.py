@@ -73,9 +73,9 @@ events_strategy = st.lists(
         st.one_of(st.none(), st.sampled_from(["message_start", "ping", "delta"])),
         st.lists(
             st.text(
-            alphabet=st.characters(exclude_characters="\r\n", exclude_categories=("Cs",)),
-            max_size=20,
-        ),
+                alphabet=st.characters(exclude_characters="\r\n", exclude_categories=("Cs",)),
+                max_size=20,
+            ),
             min_size=1,
             max_size=3,
         ),

@@ -27,8 +27,12 @@ class TestSlidingWindowContract(ContextEngineContract):
 def turn(n):
     return [
         UserMessage(content=f"q{n}", timestamp=n),
-        AssistantMessage(content=[ToolCall(id=f"c{n}", name="t")], stop_reason="toolUse", timestamp=n),
-        ToolResultMessage(tool_call_id=f"c{n}", tool_name="t", content=[TextContent(text="r")], timestamp=n),
+        AssistantMessage(
+            content=[ToolCall(id=f"c{n}", name="t")], stop_reason="toolUse", timestamp=n
+        ),
+        ToolResultMessage(
+            tool_call_id=f"c{n}", tool_name="t", content=[TextContent(text="r")], timestamp=n
+        ),
         AssistantMessage(content=[TextContent(text=f"a{n}")], timestamp=n),
     ]
 
@@ -49,7 +53,9 @@ def test_invalid_size():
 
 @pytest.mark.anyio
 async def test_installed_engine_is_selected_by_config():
-    runtime = Runtime({"context_engine": "sliding_window"}, allow=["sliding_window"], on_load_failure="raise")
+    runtime = Runtime(
+        {"context_engine": "sliding_window"}, allow=["sliding_window"], on_load_failure="raise"
+    )
     record = {r.name: r for r in runtime.plugin_records()}["sliding_window"]
     assert record.distribution == "openclaw-runtime-sliding-window"
     assert record.hooks == ["register_context_engines"]
