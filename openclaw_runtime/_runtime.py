@@ -342,8 +342,16 @@ class Runtime:
         self.hooks = Hooks(
             self.plugin_manager, strict=self.plugin_policy.strict, trace=self.plugin_policy.trace
         )
+        self.env: Mapping[str, str] | None = env
         self._components: Components | None = None
         self._context_slot: ContextEngineSlot | None = None
+        self._lanes: Any = None
+        self._auth_store: Any = None
+        self._session_store: Any = None
+        self._session_index: Any = None
+        self._maintenance: dict[str, Any] = {}
+        #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
+        self.retry_backoff_scale = 1.0
         self._repaired: dict[str, tuple[StreamFn, StreamFn]] = {}
         self.closed = False
         self.hooks.runtime_configured(self)
@@ -459,6 +467,137 @@ class Runtime:
         if hooks.observes_events:
             agent.subscribe(lambda event, _signal: hooks.on_agent_event(event, session_id))
         return agent
+
+    # runs ---------------------------------------------------------------------------------------
+
+    def _backend(self, kind: str, default: Callable[[], Any]) -> Any:
+        name = getattr(self.config.backends, kind)
+        if name is None:
+            return default()
+        factory = self.components.backends[kind].get(name)
+        return factory(self)
+
+    @property
+    def lanes(self) -> Any:
+        """The lane backend (``[backends] lanes``; default in-process)."""
+        if self._lanes is None:
+            from .runner.lanes import InProcessLanes
+
+            self._lanes = self._backend("lanes", InProcessLanes)
+        return self._lanes
+
+    @property
+    def auth_store(self) -> Any:
+        """The auth-profile ledger (``[backends] auth_store``; default the locked JSON file)."""
+        if self._auth_store is None:
+            from .auth.store import open_auth_profile_store
+
+            self._auth_store = self._backend(
+                "auth_store", lambda: open_auth_profile_store(self.config)
+            )
+        return self._auth_store
+
+    @property
+    def session_store(self) -> Any:
+        """Where transcripts live (``<state_dir>/sessions``, one JSONL file per session).
+
+        Appends are buffered and flushed at every turn end, so a crash loses at most the turn
+        in flight and a turn costs one locked write instead of one per message.
+        """
+        if self._session_store is None:
+            from .transcript.store import JsonlSessionStore
+
+            self._session_store = self._backend(
+                "session_store",
+                lambda: JsonlSessionStore(self.sessions_dir, durability="none"),
+            )
+        return self._session_store
+
+    @property
+    def sessions_dir(self) -> Any:
+        """``<state_dir>/sessions``."""
+        return self.config.state_dir.expanduser() / "sessions"
+
+    @property
+    def session_index(self) -> Any:
+        """Session key → session id (``<state_dir>/sessions/index.json``)."""
+        if self._session_index is None:
+            from .runner.session_index import SessionIndex
+
+            self._session_index = SessionIndex(self.sessions_dir / "index.json")
+        return self._session_index
+
+    async def wait_for_session_maintenance(self, session_id: str) -> None:
+        """Wait for deferred transcript maintenance of ``session_id`` to finish, so the next
+        turn reads what it wrote."""
+        pending = self._maintenance.get(session_id)
+        if pending is not None:
+            await pending.wait()
+
+    def defer_session_maintenance(self, session_id: str) -> Callable[[], None]:
+        """Announce background maintenance of ``session_id``; call the returned function
+        when it is done. Runs of that session wait for it before queueing."""
+        import anyio
+
+        event = anyio.Event()
+        self._maintenance[session_id] = event
+
+        def done() -> None:
+            event.set()
+            if self._maintenance.get(session_id) is event:
+                del self._maintenance[session_id]
+
+        return done
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        request: Any = None,
+        on_event: Callable[[Event], Any] | None = None,
+        **options: Any,
+    ) -> Any:
+        """Run one agent turn: ``await runtime.run("hi", session_id="s1")``.
+
+        Keyword options are ``RunRequest`` fields (``session_id``, ``session_key``,
+        ``model``, ``tools``, ``trigger``, ``timeout_s`` ...), or pass a ``request``.
+        ``on_event`` receives every run, fallback and agent event. Returns a ``RunResult``.
+        """
+        from .runner.request import RunRequest
+        from .runner.run import run_embedded_agent
+
+        if request is None:
+            if prompt is None:
+                raise TypeError("runtime.run() needs a prompt or a request")
+            request = RunRequest(prompt=prompt, **options)
+        elif prompt is not None or options:
+            raise TypeError("pass either a RunRequest or a prompt with options, not both")
+        return await run_embedded_agent(self, request, on_event=on_event)
+
+    async def compact_session(
+        self,
+        session_id: str | None = None,
+        *,
+        session_key: str | None = None,
+        model: str | None = None,
+        force: bool = True,
+        custom_instructions: str | None = None,
+    ) -> Any:
+        """Compact a stored session now, queued behind its running turn (``CompactResult``).
+
+        Not for use inside a run of the same session (``LaneReentryError``): the run loop
+        compacts directly.
+        """
+        from .runner.compact import compact_session_queued
+
+        return await compact_session_queued(
+            self,
+            session_id=session_id,
+            session_key=session_key,
+            model=model,
+            force=force,
+            custom_instructions=custom_instructions,
+        )
 
     # introspection ------------------------------------------------------------------------------
 

@@ -24,7 +24,9 @@ __all__ = [
     "AgentDefaults",
     "AuthCooldownSettings",
     "AuthSettings",
+    "BackendSettings",
     "PluginSettings",
+    "RunRetrySettings",
     "RuntimeConfig",
 ]
 
@@ -48,12 +50,37 @@ class PluginSettings(_Section):
     trace: bool = False
 
 
+class RunRetrySettings(_Section):
+    """``[agent.run_retries]``: the attempt budget ``clamp(base + max(1, n)·per_profile, min,
+    max)`` for n auth-profile candidates (OpenClaw: 24, 8, 32, 160)."""
+
+    base: int | None = Field(default=None, ge=1)
+    per_profile: int | None = Field(default=None, ge=0)
+    min: int | None = Field(default=None, ge=1)
+    max: int | None = Field(default=None, ge=1)
+
+
 class AgentDefaults(_Section):
-    """``[agent]``: defaults for runs that do not say otherwise."""
+    """``[agent]``: defaults for runs that do not say otherwise.
+
+    ``model`` and ``fallbacks`` are ``provider/model`` refs, aliases or ids;
+    ``timeout_seconds`` bounds one attempt (0 = no limit) and the lanes wait that plus a
+    30 s grace; ``max_concurrent`` is the global lane's capacity; ``context_tokens`` caps
+    the model's context window; ``compaction_model`` summarizes (default: the run's model).
+    """
 
     model: str | None = None
+    fallbacks: list[str] = Field(default_factory=list)
+    model_aliases: dict[str, str] = Field(default_factory=dict)
     thinking_level: ThinkingLevel = "off"
     system_prompt: str = ""
+    timeout_seconds: float = Field(default=600, ge=0, allow_inf_nan=False)
+    idle_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_concurrent: int = Field(default=4, ge=1)
+    context_tokens: int | None = Field(default=None, gt=0)
+    compaction_model: str | None = None
+    keep_recent_tokens: int = Field(default=20_000, gt=0)
+    run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)
 
 
 class AuthCooldownSettings(_Section):
@@ -124,6 +151,14 @@ class AuthSettings(_Section):
         return next((p for p in self.profiles if p.id == profile_id), None)
 
 
+class BackendSettings(_Section):
+    """``[backends]``: which registered backend serves each kind (default: built-in)."""
+
+    lanes: str | None = None
+    auth_store: str | None = None
+    session_store: str | None = None
+
+
 class RuntimeConfig(_Section):
     """All runtime settings."""
 
@@ -133,6 +168,7 @@ class RuntimeConfig(_Section):
     context_engine: str = "legacy"
     state_dir: Path = Field(default_factory=lambda: Path.home() / ".openclaw-runtime")
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    backends: BackendSettings = Field(default_factory=BackendSettings)
 
     def auth_store_path(self) -> Path:
         """Where the auth-profile ledger lives (``auth.store_path`` or the state dir)."""

@@ -15,7 +15,14 @@ Fixtures:
 * ``fake_provider`` — a scripted ``FakeProvider``;
 * ``local_http_server`` — a real HTTP server on 127.0.0.1 that answers from a script
   (``ScriptedReply``: status, headers, body chunks, ``Pause``, ``HANG``) and counts client
-  disconnects, for testing providers over real sockets.
+  disconnects, for testing providers over real sockets;
+* ``openai_server`` — a ``FaultInjectingOpenAIServer``: an OpenAI-compatible endpoint with a
+  deterministic brain (answers, tool calls, summaries) that fails on demand (``Fault``: rate
+  limits, overloads, context overflow, cut streams, hangs...), scripted ``Reply``-s, key
+  behaviours and seeded chaos; every request recorded as a ``ServedRequest``.
+
+The fixtures and the contract mixins need pytest; everything else here imports without it
+(``openclaw_runtime.testing.openai_server`` runs the ``openclaw-runtime demo``).
 
 Contract mixins: ``ContextEngineContract`` and ``TranscriptSanitizerContract`` (inherit,
 provide a ``context_engine`` / ``sanitizer`` fixture).
@@ -31,14 +38,12 @@ event sequences.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+import importlib.util
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
-from .._plugins import HookCall, OpenClawPluginManager, get_plugin_manager
-from .._runtime import Runtime
+from .._plugins import HookCall, OpenClawPluginManager
 from ..events import AssistantMessageEvent, AssistantMessageEventStream, Event
 from ..llm import Model
 from ..providers.fake import (
@@ -52,36 +57,37 @@ from ..providers.fake import (
     thinking,
     tool_call,
 )
-from .contracts import ContextEngineContract, TranscriptSanitizerContract, sample_transcript
+from .openai_server import (
+    Fault,
+    FaultInjectingOpenAIServer,
+    KeyBehavior,
+    Reply,
+    ServedRequest,
+)
 from .server import HANG, LocalHTTPServer, Pause, RecordedRequest, ScriptedReply, sse_body
 
 __all__ = [
     "HANG",
-    "ContextEngineContract",
     "EventRecorder",
     "FakeError",
     "FakeProvider",
     "FakeRequest",
     "FakeResponse",
+    "Fault",
+    "FaultInjectingOpenAIServer",
     "HookRecorder",
+    "KeyBehavior",
     "LocalHTTPServer",
     "Pause",
     "PluginSet",
     "RecordedRequest",
+    "Reply",
     "ScriptedReply",
-    "TranscriptSanitizerContract",
-    "anyio_backend",
+    "ServedRequest",
     "delay",
     "event_label",
     "fake_model",
-    "fake_provider",
     "gate",
-    "hook_recorder",
-    "local_http_server",
-    "plugin_manager",
-    "register_plugin",
-    "runtime_factory",
-    "sample_transcript",
     "scripted_stream",
     "sse_body",
     "text",
@@ -175,81 +181,34 @@ class PluginSet:
         self.items.clear()
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run anyio tests on asyncio and on trio."""
-    return str(request.param)
-
-
-@pytest.fixture
-def plugin_manager() -> OpenClawPluginManager:
-    """A fresh plugin manager: hookspecs and built-ins, no entry points, strict loading."""
-    return get_plugin_manager(load_entrypoints=False, on_load_failure="raise")
-
-
-@pytest.fixture
-def register_plugin(plugin_manager: OpenClawPluginManager) -> Iterator[PluginSet]:
-    """``register_plugin(plugin, name=None)`` for the duration of one test."""
-    plugins = PluginSet(plugin_manager)
-    yield plugins
-    plugins.unregister_all()
-
-
-@pytest.fixture
-def hook_recorder(plugin_manager: OpenClawPluginManager) -> Iterator[HookRecorder]:
-    """Records hook calls on ``plugin_manager`` and on runtimes from ``runtime_factory``."""
-    recorder = HookRecorder()
-    remove = plugin_manager.add_call_monitor(recorder)
-    yield recorder
-    remove()
-
-
-@pytest.fixture
-def runtime_factory(
-    register_plugin: PluginSet, request: pytest.FixtureRequest
-) -> Iterator[Callable[..., Runtime]]:
-    """``runtime_factory(config=None, *, plugins=(), **kw)`` → a ``Runtime`` without entry
-    points, including plugins registered with ``register_plugin``; closed at teardown."""
-    built: list[Runtime] = []
-    recorder: HookRecorder | None = (
-        request.getfixturevalue("hook_recorder")
-        if "hook_recorder" in request.fixturenames
-        else None
+# The fixtures and contract mixins import pytest at module level: load them only where pytest
+# exists, so this package (and ``openai_server``) stays importable on a bare install.
+if importlib.util.find_spec("pytest") is not None:
+    from ._fixtures import (
+        _local_http_server_session as _local_http_server_session,
     )
+    from ._fixtures import (
+        anyio_backend,
+        fake_provider,
+        hook_recorder,
+        local_http_server,
+        openai_server,
+        plugin_manager,
+        register_plugin,
+        runtime_factory,
+    )
+    from .contracts import ContextEngineContract, TranscriptSanitizerContract, sample_transcript
 
-    def make(
-        config: Mapping[str, Any] | None = None, *, plugins: Iterable[Any] = (), **options: Any
-    ) -> Runtime:
-        options.setdefault("load_entrypoints", False)
-        options.setdefault("on_load_failure", "raise")
-        runtime = Runtime(config, plugins=[*register_plugin.items, *plugins], **options)
-        if recorder is not None:
-            runtime.plugin_manager.add_call_monitor(recorder)
-        built.append(runtime)
-        return runtime
-
-    yield make
-    for runtime in built:
-        runtime.close()
-
-
-@pytest.fixture(scope="session")
-def _local_http_server_session() -> Iterator[LocalHTTPServer]:
-    server = LocalHTTPServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def local_http_server(_local_http_server_session: LocalHTTPServer) -> Iterator[LocalHTTPServer]:
-    """A real HTTP server on 127.0.0.1 answering from a script (``enqueue(ScriptedReply...)``)."""
-    server = _local_http_server_session
-    server.reset()
-    yield server
-    server.reset()
-
-
-@pytest.fixture
-def fake_provider() -> FakeProvider:
-    """A fresh scripted provider (api ``fake``); pair it with ``fake_model()``."""
-    return FakeProvider()
+    __all__ += [
+        "ContextEngineContract",
+        "TranscriptSanitizerContract",
+        "anyio_backend",
+        "fake_provider",
+        "hook_recorder",
+        "local_http_server",
+        "openai_server",
+        "plugin_manager",
+        "register_plugin",
+        "runtime_factory",
+        "sample_transcript",
+    ]

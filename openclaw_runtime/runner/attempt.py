@@ -1,0 +1,397 @@
+"""One attempt: a single pass of the kernel loop against one model with one auth profile.
+
+The attempt reads the active branch of the session, routes the prompt through the pre-prompt
+precheck (compacting or truncating in-flight when it would not fit), lets the context engine
+assemble the history, and runs the kernel loop with the per-request pipeline
+(sanitizers → ``validate_replay_turns`` → tool-result context guard). Every message the loop
+finishes is appended to the session as it happens and flushed at each turn end, so a crash
+loses at most the turn in flight.
+
+It owns its timers and listeners and releases them whatever happens: the attempt timeout
+(aborts the attempt, not the run), the link to the run's abort signal, and the lane heartbeat
+that every event refreshes. The result is facts, not decisions — the loop decides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ..abort import AbortController, AbortSignal
+from ..agent.loop import run_agent_loop, run_agent_loop_continue
+from ..agent.tools import AgentTool
+from ..agent.types import AgentContext, AgentLoopConfig
+from ..context import (
+    MidTurnPrecheckOptions,
+    install_tool_result_context_guard,
+    should_preemptively_compact_before_prompt,
+)
+from ..context.engine import AfterTurnParams, AssembleParams
+from ..context.lifecycle import finish_turn
+from ..events import (
+    Event,
+    MessageEnd,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    TurnEnd,
+)
+from ..llm import Model, StreamFn, StreamOptions, ThinkingLevel
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from ..transcript import TranscriptPolicy, run_transcript_sanitizers
+from ..transcript.store import SessionManager
+from .attempt_input import AttemptInputPlan
+from .failure_signal import ToolErrorSummary
+from .payloads import ToolMeta
+
+__all__ = [
+    "AttemptFacts",
+    "AttemptOutcome",
+    "AttemptSpec",
+    "AttemptTimeout",
+    "collect_attempt_facts",
+    "is_idle_timeout_message",
+    "run_attempt",
+]
+
+IDLE_TIMEOUT_PREFIX = "Stream idle timeout"
+
+
+class AttemptTimeout(TimeoutError):
+    """The attempt ran past its timeout (the reason recorded on the aborted turn)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"LLM request timed out after {seconds:g}s (attempt timeout)")
+        self.seconds = seconds
+
+
+def is_idle_timeout_message(text: str | None) -> bool:
+    """The provider gave up waiting for the next byte of the stream."""
+    return bool(text) and (text or "").startswith(IDLE_TIMEOUT_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFacts:
+    """What the attempt's messages say: the final assistant turn, the visible texts, the
+    tools that ran, the last tool error and the usage of every model call."""
+
+    assistant: AssistantMessage | None
+    assistant_texts: tuple[str, ...]
+    tool_metas: tuple[ToolMeta, ...]
+    last_tool_error: ToolErrorSummary | None
+    usages: tuple[Usage, ...]
+    provider_started: bool
+
+
+def collect_attempt_facts(messages: Sequence[Any]) -> AttemptFacts:
+    """Facts of one attempt from its new messages (pure)."""
+    assistant: AssistantMessage | None = None
+    texts: list[str] = []
+    metas: list[ToolMeta] = []
+    last_error: ToolErrorSummary | None = None
+    usages: list[Usage] = []
+    started = False
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            assistant = message
+            usages.append(message.usage)
+            if message.content and any(
+                not (isinstance(b, TextContent) and not b.text) for b in message.content
+            ):
+                started = True
+            if message.error_output_started or message.usage.output > 0:
+                started = True
+            if message.stop_reason not in ("error", "aborted"):
+                text = message.text()
+                if text.strip():
+                    texts.append(text)
+        elif isinstance(message, ToolResultMessage):
+            metas.append(
+                ToolMeta(
+                    tool_name=message.tool_name,
+                    tool_call_id=message.tool_call_id,
+                    is_error=message.is_error,
+                )
+            )
+            if message.is_error:
+                text = "\n".join(
+                    b.text for b in message.content if isinstance(b, TextContent)
+                ).strip()
+                last_error = ToolErrorSummary(tool_name=message.tool_name, error=text[:2_000])
+    return AttemptFacts(
+        assistant=assistant,
+        assistant_texts=tuple(texts),
+        tool_metas=tuple(metas),
+        last_tool_error=last_error,
+        usages=tuple(usages),
+        provider_started=started,
+    )
+
+
+Compactor = Callable[[str, int | None], Awaitable[bool]]
+Truncator = Callable[[], Awaitable[int]]
+Emit = Callable[[Event], Awaitable[None]]
+
+
+@dataclass
+class AttemptSpec:
+    """Everything one attempt needs; the loop builds it."""
+
+    attempt: int
+    session: SessionManager
+    session_id: str
+    session_key: str | None
+    model: Model
+    stream_fn: StreamFn
+    api_key: str | None
+    thinking_level: ThinkingLevel
+    system_prompt: str
+    tools: Sequence[AgentTool]
+    plan: AttemptInputPlan
+    context_window: int
+    reserve_tokens: int
+    engine: Any
+    policy: TranscriptPolicy
+    sanitizers: Sequence[Any]
+    validate_turns: Callable[[list[Any], TranscriptPolicy], list[Any] | None]
+    on_sanitizer_error: Callable[[str, str | None, BaseException], None]
+    emit: Emit
+    heartbeat: Callable[[], None]
+    compact: Compactor
+    truncate: Truncator
+    run_signal: AbortSignal | None = None
+    timeout_s: float | None = None
+    idle_timeout_s: float | None = None
+    images: Sequence[ImageContent] = ()
+    run_prompt_text: str | None = None
+    precheck: bool = True
+
+
+@dataclass
+class AttemptOutcome:
+    """Facts of one finished attempt."""
+
+    facts: AttemptFacts
+    new_messages: list[Any]
+    prompt_entry_id: str | None = None
+    prompt_message: UserMessage | None = None
+    timed_out: bool = False
+    timed_out_during_tool_execution: bool = False
+    idle_timed_out: bool = False
+    externally_aborted: bool = False
+    compactions: int = 0
+    prompt_tokens: int | None = None
+    duration_ms: float = 0.0
+    entry_ids: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def assistant(self) -> AssistantMessage | None:
+        """The attempt's final assistant message."""
+        return self.facts.assistant
+
+    @property
+    def failed(self) -> bool:
+        """The attempt ended on an error or aborted turn."""
+        assistant = self.facts.assistant
+        return assistant is None or assistant.stop_reason in ("error", "aborted")
+
+
+async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[Any]:
+    """The branch's messages after the pre-prompt precheck (compacting/truncating if needed)."""
+    session = spec.session
+    messages = session.build_session_context().messages
+    if not spec.precheck or spec.plan.mode != "prompt":
+        return messages
+    prompt_text = spec.plan.prompt or ""
+    decision = should_preemptively_compact_before_prompt(
+        messages=messages,
+        context_token_budget=spec.context_window,
+        reserve_tokens=spec.reserve_tokens,
+        prompt=prompt_text,
+        system_prompt=spec.system_prompt,
+    )
+    outcome.prompt_tokens = decision.estimated_prompt_tokens
+    if decision.route == "fits":
+        return messages
+    if decision.route in ("compact_only", "compact_then_truncate"):
+        compacted = await spec.compact("preemptive", decision.estimated_prompt_tokens)
+        if compacted:
+            outcome.compactions += 1
+    if decision.route in ("truncate_tool_results_only", "compact_then_truncate"):
+        await spec.truncate()
+    return session.build_session_context().messages
+
+
+async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
+    """Run one attempt; never raises for provider failures (they are in the facts)."""
+    started = time.perf_counter()
+    outcome = AttemptOutcome(facts=collect_attempt_facts(()), new_messages=[])
+    session = spec.session
+    messages = await _prepare_messages(spec, outcome)
+
+    assembled = await spec.engine.assemble(
+        AssembleParams(
+            session_id=spec.session_id,
+            messages=messages,
+            session_key=spec.session_key,
+            token_budget=spec.context_window,
+            available_tools=frozenset(tool.name for tool in spec.tools),
+            model=spec.model.id,
+            prompt=spec.plan.prompt,
+            abort_signal=spec.run_signal,
+        )
+    )
+    history = list(assembled.messages)
+    system_prompt = spec.system_prompt
+    if assembled.system_prompt_addition:
+        system_prompt = f"{system_prompt}\n\n{assembled.system_prompt_addition}".strip()
+    pre_prompt_count = len(history)
+
+    controller = AbortController()
+    run_signal = spec.run_signal
+    unlink = (
+        run_signal.add_callback(lambda: controller.abort(run_signal.reason))
+        if run_signal is not None
+        else None
+    )
+    if run_signal is not None and run_signal.aborted:
+        controller.abort(run_signal.reason)
+    state = _AttemptState()
+
+    config = AgentLoopConfig(
+        model=spec.model,
+        transform_context=_pipeline(spec),
+        get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
+        thinking_level=spec.thinking_level,
+        stream_options=StreamOptions(idle_timeout=spec.idle_timeout_s, session_id=spec.session_id),
+    )
+    install_tool_result_context_guard(
+        config,
+        context_window_tokens=spec.context_window,
+        mid_turn_precheck=MidTurnPrecheckOptions(
+            context_token_budget=spec.context_window,
+            reserve_tokens=spec.reserve_tokens,
+            get_system_prompt=lambda: system_prompt,
+            get_pre_prompt_message_count=lambda: pre_prompt_count,
+        ),
+    )
+
+    async def emit(event: Event) -> None:
+        spec.heartbeat()
+        if isinstance(event, MessageEnd):
+            entry_id = await session.append_message(event.message)
+            outcome.entry_ids[id(event.message)] = entry_id
+            if outcome.prompt_message is not None and event.message is outcome.prompt_message:
+                outcome.prompt_entry_id = entry_id
+        elif isinstance(event, TurnEnd):
+            await session.flush()
+        elif isinstance(event, ToolExecutionStart):
+            state.active_tools += 1
+        elif isinstance(event, ToolExecutionEnd):
+            state.active_tools = max(0, state.active_tools - 1)
+        await spec.emit(event)
+
+    context = AgentContext(system_prompt, history, list(spec.tools))
+    try:
+        async with anyio.create_task_group() as timers:
+            if spec.timeout_s:
+                timers.start_soon(_attempt_timer, spec.timeout_s, controller, state)
+            if spec.plan.mode == "prompt":
+                content: Any = spec.plan.prompt or ""
+                if spec.images:
+                    content = [TextContent(text=spec.plan.prompt or ""), *spec.images]
+                prompt = UserMessage(content=content)
+                outcome.prompt_message = prompt
+                new = await run_agent_loop(
+                    [prompt],
+                    context,
+                    config,
+                    emit,
+                    stream_fn=spec.stream_fn,
+                    signal=controller.signal,
+                )
+            else:
+                new = await run_agent_loop_continue(
+                    context, config, emit, stream_fn=spec.stream_fn, signal=controller.signal
+                )
+            timers.cancel_scope.cancel()
+    finally:
+        if unlink is not None:
+            unlink()
+        with anyio.CancelScope(shield=True):
+            await session.flush()
+
+    outcome.new_messages = new
+    outcome.facts = collect_attempt_facts(new)
+    outcome.timed_out = state.timed_out
+    outcome.timed_out_during_tool_execution = state.timed_out_during_tools
+    outcome.externally_aborted = run_signal is not None and run_signal.aborted
+    assistant = outcome.facts.assistant
+    if assistant is not None and is_idle_timeout_message(assistant.error_message):
+        outcome.idle_timed_out = True
+        outcome.timed_out = True
+    if outcome.prompt_tokens is None:
+        outcome.prompt_tokens = _prompt_tokens_of(outcome.facts)
+    if not outcome.failed:
+        await finish_turn(
+            spec.engine,
+            AfterTurnParams(
+                session_id=spec.session_id,
+                session_file=str(session.path),
+                messages=[*history, *new],
+                pre_prompt_message_count=pre_prompt_count,
+                session_key=spec.session_key,
+                token_budget=spec.context_window,
+                abort_signal=run_signal,
+            ),
+        )
+    outcome.duration_ms = (time.perf_counter() - started) * 1000
+    return outcome
+
+
+@dataclass
+class _AttemptState:
+    active_tools: int = 0
+    timed_out: bool = False
+    timed_out_during_tools: bool = False
+
+
+async def _attempt_timer(seconds: float, controller: AbortController, state: _AttemptState) -> None:
+    await anyio.sleep(seconds)
+    state.timed_out = True
+    state.timed_out_during_tools = state.active_tools > 0
+    controller.abort(AttemptTimeout(seconds))
+
+
+def _prompt_tokens_of(facts: AttemptFacts) -> int | None:
+    for usage in reversed(facts.usages):
+        if usage.input > 0:
+            return usage.input + usage.cache_read + usage.cache_write
+    return None
+
+
+def _pipeline(
+    spec: AttemptSpec,
+) -> Callable[[list[Any], AbortSignal | None], list[Any]]:
+    """The per-request history pipeline: sanitizers, then provider turn validation."""
+    policy = spec.policy
+    sanitizers = list(spec.sanitizers)
+    validate = spec.validate_turns
+    on_error = spec.on_sanitizer_error
+
+    def transform(messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
+        sanitized = run_transcript_sanitizers(messages, policy, sanitizers, on_error=on_error)
+        validated = validate(sanitized, policy)
+        return sanitized if validated is None else validated
+
+    return transform

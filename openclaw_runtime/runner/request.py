@@ -1,0 +1,156 @@
+"""What a run is asked to do (``RunRequest``) and what it ends with (``RunResult``).
+
+A request is plain data: the prompt, which session it belongs to, which model and how long it
+may take. Everything the orchestrator learns while running (the winning model and profile, the
+attempts, the usage, the terminal outcome, the reply payloads) comes back in one ``RunResult``
+— a run never raises for a provider failure; it ends with an error outcome and an error payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..abort import AbortSignal
+from ..agent.tools import AgentTool
+from ..llm import ThinkingLevel
+from ..messages import ImageContent, Usage
+from .failure_signal import EmbeddedRunFailureSignal
+from .outcome import AgentRunTerminalOutcome
+from .payloads import ReplyPayload
+
+__all__ = ["RunErrorInfo", "RunRequest", "RunResult"]
+
+
+@dataclass(kw_only=True)
+class RunRequest:
+    """One agent turn to run.
+
+    * ``session_id`` / ``session_key``: give either (or both). A key alone finds its session
+      through the session index, or starts one; an id alone gets its key backfilled from the
+      index. Neither starts a fresh session.
+    * ``model``: ``provider/model``, an alias, or a bare id (with ``provider``); default the
+      configured ``[agent] model``. ``fallbacks`` replaces the configured fallback chain.
+    * ``trigger``: ``user``/``manual`` queue in the foreground; ``cron``, ``heartbeat``,
+      ``memory``, ``overflow`` in the background; anything else is normal priority.
+    * ``timeout_s``: the limit for one attempt (default ``[agent] timeout_seconds``; 0 means
+      none); the lanes allow that plus a 30 s grace, extended by progress.
+    * ``auth_profile``: the preferred auth profile; with ``lock_auth_profile`` the only one.
+    """
+
+    prompt: str
+    session_id: str | None = None
+    session_key: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    fallbacks: Sequence[str] | None = None
+    thinking_level: ThinkingLevel | None = None
+    system_prompt: str | None = None
+    tools: Sequence[AgentTool] = ()
+    images: Sequence[ImageContent] = ()
+    trigger: str = "user"
+    input_provenance: Mapping[str, Any] | None = None
+    timeout_s: float | None = None
+    idle_timeout_s: float | None = None
+    auth_profile: str | None = None
+    lock_auth_profile: bool = False
+    lane: str | None = None
+    abort_signal: AbortSignal | None = None
+    run_id: str | None = None
+    messaging_tool_sent_texts: Sequence[str] = ()
+    current_message_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prompt, str):
+            raise TypeError(f"RunRequest.prompt must be a str, got {type(self.prompt).__name__}")
+        if self.timeout_s is not None and not self.timeout_s >= 0:
+            raise ValueError(f"RunRequest.timeout_s must be >= 0, got {self.timeout_s!r}")
+        if self.idle_timeout_s is not None and not self.idle_timeout_s > 0:
+            raise ValueError(f"RunRequest.idle_timeout_s must be > 0, got {self.idle_timeout_s!r}")
+        if self.lock_auth_profile and not self.auth_profile:
+            raise ValueError("RunRequest.lock_auth_profile needs auth_profile")
+
+
+@dataclass(frozen=True, slots=True)
+class RunErrorInfo:
+    """Why a run failed: ``kind`` (``retry_limit``, ``context_overflow``,
+    ``compaction_failure``, ``failover``, ``blocked``, ``aborted``, ``timeout``, ``provider``,
+    ``lane_timeout``, ``config``), the failover ``reason`` when one applies, and a redacted
+    message."""
+
+    kind: str
+    message: str
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out = {"kind": self.kind, "message": self.message}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(slots=True)
+class RunResult:
+    """How a run ended.
+
+    ``outcome`` is the single terminal outcome (``status`` ok / error / timeout, ``reason``
+    completed / failed / hard_timeout / cancelled ...); ``payloads`` are the replies to show;
+    ``usage`` adds up every attempt, failed ones included.
+    """
+
+    run_id: str
+    session_id: str
+    session_key: str | None
+    session_file: str | None
+    outcome: AgentRunTerminalOutcome
+    payloads: list[ReplyPayload] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    provider: str | None = None
+    model: str | None = None
+    auth_profile_id: str | None = None
+    attempts: int = 0
+    compactions: int = 0
+    messages: list[Any] = field(default_factory=list)
+    error: RunErrorInfo | None = None
+    failure_signal: EmbeddedRunFailureSignal | None = None
+    liveness_state: str | None = None
+    replay_invalid: bool = False
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """The run completed (it may still have produced no visible reply)."""
+        return self.outcome.status == "ok" and self.error is None
+
+    @property
+    def text(self) -> str:
+        """The visible, non-error reply text, payloads joined by blank lines."""
+        return "\n\n".join(
+            p.text for p in self.payloads if p.text and not p.is_error and not p.is_reasoning
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``openclaw-runtime run --json``)."""
+        return {
+            "runId": self.run_id,
+            "sessionId": self.session_id,
+            "sessionKey": self.session_key,
+            "sessionFile": self.session_file,
+            "ok": self.ok,
+            "text": self.text,
+            "outcome": self.outcome.to_dict(),
+            "payloads": [p.to_dict() for p in self.payloads],
+            "usage": self.usage.model_dump(mode="json", by_alias=True),
+            "provider": self.provider,
+            "model": self.model,
+            "authProfileId": self.auth_profile_id,
+            "attempts": self.attempts,
+            "compactions": self.compactions,
+            "error": None if self.error is None else self.error.to_dict(),
+            "failureSignal": None if self.failure_signal is None else self.failure_signal.to_dict(),
+            "livenessState": self.liveness_state,
+            "replayInvalid": self.replay_invalid,
+            "durationMs": round(self.duration_ms, 3),
+        }

@@ -1,0 +1,98 @@
+"""The session index: which session id a session key points at (``sessions/index.json``).
+
+Chat front-ends know their conversations by a key (``telegram:4711``); transcripts are files
+named by session id. The index maps one to the other so a run given only a key continues its
+session, and a run given only an id gets its key backfilled at the earliest point (OpenClaw's
+``backfillSessionKey``), which lanes, hooks and engines need. It is a small JSON file written
+atomically under a file lock, so several processes can share a state directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import orjson
+from filelock import FileLock
+
+from .._exceptions import TranscriptError
+
+__all__ = ["SessionIndex", "SessionIndexEntry"]
+
+T = TypeVar("T")
+SessionIndexEntry = dict[str, Any]
+
+
+class SessionIndex:
+    """``key → {"sessionId", "updatedAt"}``, shared through a locked JSON file."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+        self._cache: tuple[tuple[int, int], dict[str, SessionIndexEntry]] | None = None
+
+    def _read(self) -> dict[str, SessionIndexEntry]:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return {}
+        marker = (stat.st_ino, stat.st_mtime_ns)
+        if self._cache is not None and self._cache[0] == marker:
+            return self._cache[1]
+        try:
+            data = orjson.loads(self.path.read_bytes() or b"{}")
+        except orjson.JSONDecodeError as exc:
+            raise TranscriptError(f"session index {self.path} is not valid JSON: {exc}") from exc
+        sessions = data.get("sessions", {}) if isinstance(data, dict) else {}
+        index = {str(k): v for k, v in sessions.items() if isinstance(v, dict)}
+        self._cache = (marker, index)
+        return index
+
+    def _update_sync(self, fn: Callable[[dict[str, SessionIndexEntry]], T]) -> T:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.path) + ".lock", timeout=self.lock_timeout):
+            self._cache = None
+            index = dict(self._read())
+            result = fn(index)
+            tmp = self.path.with_suffix(".json.tmp")
+            tmp.write_bytes(
+                orjson.dumps({"version": 1, "sessions": index}, option=orjson.OPT_INDENT_2)
+            )
+            os.replace(tmp, self.path)
+            self._cache = None
+            return result
+
+    def lookup_id(self, session_key: str) -> str | None:
+        """The session id bound to ``session_key``."""
+        entry = self._read().get(session_key)
+        value = entry.get("sessionId") if entry else None
+        return value if isinstance(value, str) else None
+
+    def lookup_key(self, session_id: str) -> str | None:
+        """The (most recently updated) key bound to ``session_id`` — the backfill."""
+        best: tuple[float, str] | None = None
+        for key, entry in self._read().items():
+            if entry.get("sessionId") == session_id:
+                updated = float(entry.get("updatedAt") or 0)
+                if best is None or updated > best[0]:
+                    best = (updated, key)
+        return best[1] if best else None
+
+    def entries(self) -> dict[str, SessionIndexEntry]:
+        """A copy of the whole index."""
+        return {key: dict(value) for key, value in self._read().items()}
+
+    async def bind(self, session_key: str, session_id: str) -> None:
+        """Point ``session_key`` at ``session_id`` (no write when already so)."""
+        entry = self._read().get(session_key)
+        if entry is not None and entry.get("sessionId") == session_id:
+            return
+
+        def update(index: dict[str, SessionIndexEntry]) -> None:
+            index[session_key] = {"sessionId": session_id, "updatedAt": int(time.time() * 1000)}
+
+        await anyio.to_thread.run_sync(self._update_sync, update)
