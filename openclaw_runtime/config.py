@@ -1,7 +1,8 @@
 """``RuntimeConfig``: the runtime's settings, from ``openclaw-runtime.toml``, a dict, or defaults.
 
 Unknown keys are errors that name the key, so a typo never silently does nothing.
-Environment variables for plugins (``OPENCLAW_RUNTIME_PLUGINS``...) override the file.
+Environment variables for plugins (``OPENCLAW_RUNTIME_PLUGINS``...) override the file, and
+so do ``OPENCLAW_RUNTIME_STATE_DIR`` and ``OPENCLAW_RUNTIME_MODEL`` (applied by ``load``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = [
 
 CONFIG_FILENAME = "openclaw-runtime.toml"
 ENV_CONFIG = "OPENCLAW_RUNTIME_CONFIG"
+ENV_STATE_DIR = "OPENCLAW_RUNTIME_STATE_DIR"
+ENV_MODEL = "OPENCLAW_RUNTIME_MODEL"
 
 
 class _Section(BaseModel):
@@ -189,21 +192,63 @@ class RuntimeConfig(_Section):
         """Read ``path``, else ``$OPENCLAW_RUNTIME_CONFIG``, else ``./openclaw-runtime.toml``.
 
         A missing default file gives the defaults; a missing explicit file is an error.
+        ``$OPENCLAW_RUNTIME_STATE_DIR`` and ``$OPENCLAW_RUNTIME_MODEL`` then override
+        ``state_dir`` and ``[agent] model`` (so one shell, CI job or container can point the
+        CLI elsewhere without editing the file).
         """
         explicit = path is not None or ENV_CONFIG in os.environ
         target = Path(path or os.environ.get(ENV_CONFIG) or CONFIG_FILENAME)
-        if not target.exists():
-            if explicit:
-                raise ConfigurationError(f"config file {str(target)!r} does not exist")
-            return cls()
-        try:
-            data = tomllib.loads(target.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigurationError(f"cannot read config file {str(target)!r}: {exc}") from exc
+        data: dict[str, Any] = {}
+        if target.exists():
+            try:
+                data = tomllib.loads(target.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigurationError(
+                    f"cannot read config file {str(target)!r}: {exc}"
+                ) from exc
+        elif explicit:
+            raise ConfigurationError(f"config file {str(target)!r} does not exist")
+        overridden = _apply_env_overrides(data, os.environ)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigurationError(f"{target}: {_describe(exc)}") from exc
+            where = f"{target}" if target.exists() else "configuration"
+            origin = f" (environment: {', '.join(overridden)})" if overridden else ""
+            raise ConfigurationError(f"{where}{origin}: {_describe(exc)}") from exc
+
+
+def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> list[str]:
+    """Put ``OPENCLAW_RUNTIME_STATE_DIR`` / ``OPENCLAW_RUNTIME_MODEL`` into ``data``; returns
+    the names applied. A set-but-unusable value is an error naming the variable."""
+    applied: list[str] = []
+    state_dir = env.get(ENV_STATE_DIR)
+    if state_dir is not None:
+        value = state_dir.strip()
+        if not value:
+            raise ConfigurationError(f"{ENV_STATE_DIR} is set but empty")
+        resolved = Path(value).expanduser()
+        if resolved.exists() and not resolved.is_dir():
+            raise ConfigurationError(f"{ENV_STATE_DIR}={value!r} is not a directory")
+        data["state_dir"] = str(resolved)
+        applied.append(ENV_STATE_DIR)
+    model = env.get(ENV_MODEL)
+    if model is not None:
+        value = model.strip()
+        if not value:
+            raise ConfigurationError(f"{ENV_MODEL} is set but empty")
+        if any(ch.isspace() for ch in value) or value.startswith("/") or value.endswith("/"):
+            raise ConfigurationError(
+                f"{ENV_MODEL}={value!r} is not a model reference (expected provider/model, "
+                "an alias or a model id)"
+            )
+        agent = data.get("agent")
+        if agent is None:
+            agent = data["agent"] = {}
+        if not isinstance(agent, dict):
+            raise ConfigurationError(f"cannot apply {ENV_MODEL}: [agent] is not a table")
+        agent["model"] = value
+        applied.append(ENV_MODEL)
+    return applied
 
 
 def _describe(exc: ValidationError) -> str:

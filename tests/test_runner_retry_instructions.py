@@ -152,6 +152,17 @@ def test_reasoning_only(facts, kwargs, applies):
             1,
             True,
         ),
+        # ... but a post-tool answer is an answer
+        (
+            AttemptFacts(
+                assistant=ANSWER,
+                assistant_texts=("checking", "done"),
+                tool_metas=(ToolMeta("read"),),
+                items_completed=1,
+            ),
+            1,
+            False,
+        ),
     ],
 )
 def test_empty_response_shape(facts, payloads, empty):

@@ -50,6 +50,7 @@ __all__ = [
     "compact_session_direct",
     "find_compaction_cut",
     "serialize_conversation",
+    "split_for_summary",
 ]
 
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
@@ -144,6 +145,24 @@ def serialize_conversation(messages: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
+def split_for_summary(messages: Sequence[Any], max_input_tokens: int) -> list[list[Any]]:
+    """Consecutive chunks of ``messages`` of at most ``max_input_tokens`` each (a message
+    larger than that is a chunk of its own; its serialization excerpts tool results)."""
+    chunks: list[list[Any]] = []
+    current: list[Any] = []
+    size = 0
+    for message in messages:
+        weight = estimate_llm_boundary_token_pressure([message])
+        if current and size + weight > max_input_tokens:
+            chunks.append(current)
+            current, size = [], 0
+        current.append(message)
+        size += weight
+    if current:
+        chunks.append(current)
+    return chunks or [[]]
+
+
 def build_summary_prompt(
     to_summarize: Sequence[Any],
     *,
@@ -205,13 +224,16 @@ async def compact_session_direct(
     current_token_count: int | None = None,
     custom_instructions: str | None = None,
     summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
+    max_input_tokens: int | None = None,
     abort_signal: AbortSignal | None = None,
 ) -> CompactResult:
     """Compact ``session`` (a ``SessionManager``) now. Must run inside the session's lane.
 
     ``models`` is the summarization chain: the dedicated compaction model first (when one is
     configured), then fallbacks. Without ``force`` nothing happens while the context fits
-    ``token_budget``.
+    ``token_budget``. With ``max_input_tokens`` the history to summarize is cut into chunks
+    of about that size, summarized in order, each update carrying the summary so far (a
+    summarizer with the same small window as the model can still compact it).
     """
     branch = session.get_branch()
     pairs = _messages_with_entries(session, branch)
@@ -230,22 +252,28 @@ async def compact_session_direct(
     )
     older = [m for m in messages[: cut.index] if not isinstance(m, CompactionSummaryMessage)]
     older = dedupe_duplicate_user_messages_for_compaction(older)
-    prompt = build_summary_prompt(
-        older, previous_summary=previous, custom_instructions=custom_instructions
-    )
+    chunks = split_for_summary(older, max_input_tokens) if max_input_tokens else [older]
     errors: list[str] = []
     summary: str | None = None
     used: SummaryModel | None = None
     for candidate in models:
         if abort_signal is not None and abort_signal.aborted:
             return CompactResult(ok=False, compacted=False, reason="compaction aborted")
+        running = previous
         try:
-            summary = await _summarize(
-                candidate, prompt, max_tokens=summary_max_tokens, signal=abort_signal
-            )
+            for chunk in chunks:
+                running = await _summarize(
+                    candidate,
+                    build_summary_prompt(
+                        chunk, previous_summary=running, custom_instructions=custom_instructions
+                    ),
+                    max_tokens=summary_max_tokens,
+                    signal=abort_signal,
+                )
         except Exception as exc:
             errors.append(f"{candidate.model.ref}: {exc}")
             continue
+        summary = running
         used = candidate
         break
     if summary is None or used is None:

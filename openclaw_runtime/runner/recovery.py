@@ -36,6 +36,7 @@ __all__ = [
     "OverflowStep",
     "downgrade_thinking_level",
     "is_thinking_level_rejection",
+    "parse_context_overflow_limit",
     "resolve_overflow_recovery_step",
     "should_compact_after_timeout",
 ]
@@ -139,3 +140,31 @@ def is_thinking_level_rejection(error_message: str | None) -> bool:
 def downgrade_thinking_level(level: ThinkingLevel) -> ThinkingLevel | None:
     """The next lower level, or None at ``off``."""
     return _DOWNGRADE.get(level)
+
+
+_LIMIT_PATTERNS = (
+    # OpenAI and most compatible servers
+    re.compile(r"maximum context length is ([\d,]+) tokens", re.IGNORECASE),
+    re.compile(r"maximum context length of ([\d,]+) tokens", re.IGNORECASE),
+    # Anthropic: "prompt is too long: 215000 tokens > 200000 maximum"
+    re.compile(r"([\d,]+) tokens > ([\d,]+) maximum", re.IGNORECASE),
+    # Gemini: "input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
+    re.compile(r"exceeds the maximum number of tokens allowed \(?([\d,]+)\)?", re.IGNORECASE),
+    re.compile(r"context (?:window|length|limit) (?:is|of) ([\d,]+)(?: tokens)?", re.IGNORECASE),
+)
+
+
+def parse_context_overflow_limit(error_message: str | None) -> int | None:
+    """The context limit a provider states in its overflow error, if it states one.
+
+    The catalog's window can be wrong (a proxy, a smaller deployment); the provider's own
+    number is what the rest of the run must plan with.
+    """
+    if not error_message:
+        return None
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(error_message)
+        if match:
+            value = int(match.group(match.lastindex or 1).replace(",", ""))
+            return value if value > 0 else None
+    return None

@@ -245,6 +245,8 @@ def is_empty_response_assistant_turn(facts: AttemptFacts, *, payload_count: int)
         return True
     if assistant.stop_reason in ("error", "toolUse"):
         return False
+    if assistant.text().strip():
+        return False  # the final turn itself answered (after tools, too)
     return not is_reasoning_only_assistant_turn(assistant)
 
 

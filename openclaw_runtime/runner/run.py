@@ -21,6 +21,7 @@ wires them and emits what it decided.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -114,6 +115,7 @@ from .recovery import (
     OverflowRecoveryState,
     downgrade_thinking_level,
     is_thinking_level_rejection,
+    parse_context_overflow_limit,
     resolve_overflow_recovery_step,
     should_compact_after_timeout,
 )
@@ -771,8 +773,8 @@ class _Run:
                 on_sanitizer_error=self._sanitizer_fault,
                 emit=self.emit,
                 heartbeat=self.heartbeat,
-                compact=lambda trigger, tokens: self._compact_bool(trigger, tokens, window, model),
-                truncate=lambda: self._truncate(window),
+                compact=functools.partial(self._compact_bool, window=window, model=model),
+                truncate=functools.partial(self._truncate, window),
                 run_signal=request.abort_signal,
                 timeout_s=self.timeout_s,
                 idle_timeout_s=self.idle_timeout_s,
@@ -851,6 +853,19 @@ class _Run:
 
             # -- overflow recovery chain ----------------------------------------------------
             if overflow:
+                stated = parse_context_overflow_limit(error_text)
+                if stated is not None and stated < window:
+                    await self.emit(
+                        AttemptDecision(
+                            attempt_no,
+                            "adjust_window",
+                            "context_overflow",
+                            f"the provider states a {stated}-token context limit (catalog: "
+                            f"{window}); planning with {stated} from now on",
+                        )
+                    )
+                    window = stated
+                    reserve = min(reserve, max(1, window // 4))
                 action = await self._recover_overflow(attempt_no, counters, outcome, window, model)
                 if action == "retry":
                     continue
@@ -886,7 +901,9 @@ class _Run:
                         "compacting before retrying",
                     )
                 )
-                if await self._compact_bool("timeout", outcome.prompt_tokens, window, model):
+                if await self._compact_bool(
+                    "timeout", outcome.prompt_tokens, window=window, model=model
+                ):
                     continue
 
             if outcome.failed:
@@ -1331,7 +1348,9 @@ class _Run:
 
     # compaction and truncation ------------------------------------------------------------
 
-    def _summary_models(self, model: Model) -> list[SummaryModel]:
+    async def _summary_models(self, model: Model) -> list[SummaryModel]:
+        """The summarization chain: the compaction model, the run's model, its fallbacks —
+        each with a key from its provider's auth profiles."""
         runtime, config = self.runtime, self.config
         chain: list[Model] = []
         if config.agent.compaction_model:
@@ -1342,8 +1361,29 @@ class _Run:
             if other.ref not in {m.ref for m in chain}:
                 chain.append(other)
         return [
-            SummaryModel(m, runtime.stream_fn_for(m), self.api_keys.get(m.provider)) for m in chain
+            SummaryModel(m, runtime.stream_fn_for(m), await self._api_key_for(m)) for m in chain
         ]
+
+    async def _api_key_for(self, model: Model) -> str | None:
+        """The key in use for ``model``'s provider, else its first usable profile's."""
+        known = self.api_keys.get(model.provider)
+        if known is not None:
+            return known
+        auth = AuthController(
+            store=self.runtime.auth_store,
+            settings=self.config.auth,
+            provider=model.provider,
+            model_id=model.id,
+            env=self.runtime.env,
+        )
+        try:
+            await auth.start()
+            key = await auth.api_key()
+        except (AuthProfilesUnavailableError, UnresolvedCredentialError):
+            return None
+        if key is not None:
+            self.api_keys[model.provider] = key
+        return key
 
     async def _compact(
         self, trigger: str, tokens: int | None, window: int, model: Model
@@ -1357,13 +1397,14 @@ class _Run:
         result = await compact_with_engine(
             self.engine,
             session,
-            self._summary_models(model),
+            await self._summary_models(model),
             session_key=self.session_key,
             token_budget=max(1, window - min(DEFAULT_RESERVE_TOKENS, model.max_tokens or 0)),
             current_token_count=tokens,
             force=True,
             keep_recent_tokens=min(self.config.agent.keep_recent_tokens, max(1, window // 4)),
             abort_signal=self.request.abort_signal,
+            window_tokens=window,
         )
         await session.flush()
         details = result.result
@@ -1383,7 +1424,7 @@ class _Run:
         return result
 
     async def _compact_bool(
-        self, trigger: str, tokens: int | None, window: int, model: Model
+        self, trigger: str, tokens: int | None, *, window: int, model: Model
     ) -> bool:
         return (await self._compact(trigger, tokens, window, model)).compacted
 

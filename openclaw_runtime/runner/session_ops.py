@@ -18,7 +18,11 @@ from typing import Any
 
 from ..abort import AbortSignal
 from ..context import truncate_oversized_tool_results_in_messages
-from ..context.compaction import SummaryModel, compact_session_direct
+from ..context.compaction import (
+    DEFAULT_SUMMARY_MAX_TOKENS,
+    SummaryModel,
+    compact_session_direct,
+)
 from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeContext
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
@@ -61,8 +65,19 @@ async def compact_with_engine(
     custom_instructions: str | None = None,
     abort_signal: AbortSignal | None = None,
     timeout_s: float | None = None,
+    window_tokens: int | None = None,
 ) -> CompactResult:
-    """Compact through ``engine`` with the runtime's summarization available to it."""
+    """Compact through ``engine`` with the runtime's summarization available to it.
+
+    ``window_tokens`` (the window the run plans with) bounds each summarization request to
+    half of it and the summary to a quarter, so a small-window model can summarize itself.
+    """
+    chunk = max(256, window_tokens // 2) if window_tokens else None
+    summary_max = (
+        min(DEFAULT_SUMMARY_MAX_TOKENS, max(256, window_tokens // 4))
+        if window_tokens
+        else DEFAULT_SUMMARY_MAX_TOKENS
+    )
 
     async def compact_session(**kwargs: Any) -> CompactResult:
         return await compact_session_direct(
@@ -73,6 +88,8 @@ async def compact_with_engine(
             token_budget=kwargs.get("token_budget", token_budget),
             current_token_count=kwargs.get("current_token_count", current_token_count),
             custom_instructions=kwargs.get("custom_instructions", custom_instructions),
+            summary_max_tokens=summary_max,
+            max_input_tokens=chunk,
             abort_signal=kwargs.get("abort_signal", abort_signal),
         )
 

@@ -37,6 +37,7 @@ import socketserver
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -238,7 +239,7 @@ class _Plan:
     """How to answer one request, decided under the lock and carried out outside it."""
 
     kind: Literal["error", "completion", "hang", "json"]
-    index: int
+    index: int  # the request's sequence number (see ``_record``)
     status: int = 200
     payload: Any = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -300,6 +301,8 @@ class FaultInjectingOpenAIServer:
         self._chaos_kinds: tuple[Fault, ...] = ()
         self._chaos_rng = random.Random(seed)
         self._requests: list[ServedRequest] = []
+        self._sequence = 0  # requests recorded since construction
+        self._reset_at = 0  # ... before the last reset()
         self._counter = 0
         self._call_counter = 0
         self._disconnects = 0
@@ -432,6 +435,7 @@ class FaultInjectingOpenAIServer:
             self._chaos_rng = random.Random(self._seed)
             self._keys = dict(self._initial_keys or {})
             self._requests.clear()
+            self._reset_at = self._sequence
             self._counter = 0
             self._call_counter = 0
             self._disconnects = 0
@@ -469,14 +473,17 @@ class FaultInjectingOpenAIServer:
         return self._models[model]
 
     def _record(self, request: ServedRequest) -> int:
-        """Append under the lock (callers hold it); returns the index."""
+        """Append (callers hold the lock); returns the request's sequence number, which
+        stays unique across ``reset()`` so a late disconnect never marks a newer request."""
         self._requests.append(request)
-        return len(self._requests) - 1
+        self._sequence += 1
+        return self._sequence - 1
 
-    def _mark_disconnected(self, index: int) -> None:
+    def _mark_disconnected(self, sequence: int) -> None:
         with self._disconnect_cond:
-            if 0 <= index < len(self._requests):
-                self._requests[index] = replace(self._requests[index], disconnected=True)
+            position = sequence - self._reset_at
+            if 0 <= position < len(self._requests):
+                self._requests[position] = replace(self._requests[position], disconnected=True)
             self._disconnects += 1
             self._disconnect_cond.notify_all()
 
@@ -811,9 +818,8 @@ class FaultInjectingOpenAIServer:
                 if arguments is None:
                     arguments = _arguments_from_schema(schema, user_text, names)
                 call = (self._next_call_id(), name, orjson.dumps(arguments).decode())
-                return _Completion(model, tool_calls=[call], finish_reason="tool_calls"), (
-                    "tool_call"
-                )
+                completion = _Completion(model, tool_calls=[call], finish_reason="tool_calls")
+                return completion, "tool_call"
         if user_text:
             return _Completion(model, f"You said: {user_text[:200]}"), "ok"
         return _Completion(model, "Hello from the fault-injecting OpenAI server."), "ok"
@@ -846,28 +852,32 @@ class FaultInjectingOpenAIServer:
                 outcome, status, payload, headers = "models", 200, self._models_payload(), {}
             else:
                 outcome, status, payload, headers = "not_found", 404, _not_found("GET", path), {}
-            index = self._record(
-                ServedRequest("GET", path, None, fingerprint, 0, 0, False, (), outcome, status)
-            )
+            index = self._record_bare("GET", path, fingerprint, outcome, status)
         return _Plan("json" if status == 200 else "error", index, status, payload, headers)
 
     def _record_other(self, method: str, path: str, api_key: str | None) -> _Plan:
         with self._lock:
-            index = self._record(
-                ServedRequest(
-                    method,
-                    path,
-                    None,
-                    api_key_fingerprint(api_key),
-                    0,
-                    0,
-                    False,
-                    (),
-                    "not_found",
-                    404,
-                )
-            )
+            index = self._record_bare(method, path, api_key_fingerprint(api_key), "not_found", 404)
         return _Plan("error", index, 404, _not_found(method, path))
+
+    def _record_bare(
+        self, method: str, path: str, fingerprint: str | None, outcome: str, status: int
+    ) -> int:
+        """Record a request that is not a chat completion (callers hold the lock)."""
+        return self._record(
+            ServedRequest(
+                method=method,
+                path=path,
+                model=None,
+                api_key_fingerprint=fingerprint,
+                message_count=0,
+                estimated_tokens=0,
+                stream=False,
+                tools=(),
+                outcome=outcome,
+                status=status,
+            )
+        )
 
     def _track(self, connection: _Connection) -> bool:
         """Register a live connection; False when the server is stopping."""
@@ -1061,9 +1071,10 @@ def _arguments_from_schema(
     required = schema.get("required")
     arguments: dict[str, Any] = {}
     for name in required if isinstance(required, list) else ():
-        spec = properties.get(name)
-        spec = spec if isinstance(spec, Mapping) else {}
-        arguments[str(name)] = _value_for(spec, text, tool_names)
+        if isinstance(name, str):
+            spec = properties.get(name)
+            spec = spec if isinstance(spec, Mapping) else {}
+            arguments[name] = _value_for(spec, text, tool_names)
     return arguments
 
 
@@ -1207,6 +1218,10 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     _connection: _Connection | None = None
 
+    def version_string(self) -> str:
+        """The ``server`` header: this server's name, without the Python version."""
+        return self.server_version
+
     # plumbing --------------------------------------------------------------------------------
 
     def setup(self) -> None:
@@ -1307,7 +1322,13 @@ class _Handler(BaseHTTPRequestHandler):
         if _route(self.path) != "chat":
             self._serve(owner._record_other("POST", self.path, self._api_key()))
             return
-        self._serve(owner._decide("POST", self.path, self._api_key(), raw))
+        try:
+            plan = owner._decide("POST", self.path, self._api_key(), raw)
+        except Exception:  # a bug here must not look like a network failure to the client
+            traceback.print_exc()
+            message = "The fault-injecting server failed on this request (see its stderr)."
+            plan = _Plan("error", -1, 500, _error_body(message, "server_error"))
+        self._serve(plan)
 
     def _serve(self, plan: _Plan) -> None:
         owner = self._owner
