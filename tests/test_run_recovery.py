@@ -284,6 +284,10 @@ async def test_overloaded_primary_falls_back_to_next_model(
         ("main", "fallback_model", "overloaded")
     ]
     assert recorder.types().count("fallback_attempt_start") == 2
+    # the failed turns were set aside: the fallback model continued from the prompt
+    roles = [m.role for m in await branch_messages(runtime, result.session_id)]
+    assert roles == ["user", "assistant"]
+    assert [m["role"] for m in server.requests[-1].body["messages"]] == ["user"]
     # overloaded is the provider's problem, not the key's: nothing on the ledger
     stats = await ledger(runtime)
     assert "cooldownReason" not in stats.get("mock:0", {})
