@@ -349,6 +349,7 @@ class Runtime:
         self._auth_store: Any = None
         self._session_store: Any = None
         self._session_index: Any = None
+        self._steering_store: Any = None
         self._maintenance: dict[str, Any] = {}
         #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
         self.retry_backoff_scale = 1.0
@@ -512,6 +513,17 @@ class Runtime:
                 lambda: JsonlSessionStore(self.sessions_dir, durability="none"),
             )
         return self._session_store
+
+    @property
+    def steering_store(self) -> Any:
+        """Sub-agent results waiting for their requester's next turn
+        (``<state_dir>/subagents/runs.json``; see ``runner.steering``)."""
+        if self._steering_store is None:
+            from .runner.steering import JsonFileSteeringStore
+
+            path = self.config.state_dir.expanduser() / "subagents" / "runs.json"
+            self._steering_store = JsonFileSteeringStore(path)
+        return self._steering_store
 
     @property
     def sessions_dir(self) -> Any:

@@ -692,3 +692,50 @@ async def test_unknown_model_is_a_clear_error(
     runtime = make_runtime(server)
     with pytest.raises(OpenClawRuntimeError, match="nope"):
         await runtime.run("hi", model="mock/nope")
+
+
+# --------------------------------------------------------------------------- steering
+
+
+async def test_subagent_results_steer_the_next_successful_turn_exactly_once(
+    tmp_path: Path, server: Any, make_runtime: Any
+) -> None:
+    from openclaw_runtime.runner.steering import (
+        STEERING_PROMPT_PREAMBLE,
+        SubagentRunRecord,
+        upsert_subagent_run,
+    )
+
+    runtime = make_runtime(server, keys=("key-a",))
+    record = SubagentRunRecord.completed(
+        run_id="child-1",
+        requester_session_key="chat:7",
+        created_at=1_000,
+        ended_at=2_000,
+        task="look up the release date",
+        result_text="The release is on 2026-12-24.",
+    )
+    await upsert_subagent_run(runtime.steering_store, record)
+
+    # the first turn fails: the result must go back to the queue, not be lost
+    server.inject(Fault(kind="server_error", model="main", times=1))
+    failed = await runtime.run("status?", session_key="chat:7")
+    assert not failed.ok
+    first_prompt = server.requests[0].body["messages"][-1]["content"]
+    assert first_prompt.startswith(STEERING_PROMPT_PREAMBLE.split("\n")[0])
+    assert "The release is on 2026-12-24." in first_prompt
+    runs = await runtime.steering_store.load()
+    assert runs["child-1"].delivery.status == "pending"
+
+    # the next turn carries it and acks it
+    ok = await runtime.run("status now?", session_key="chat:7")
+    assert ok.ok, ok.error
+    content = server.requests[-1].body["messages"][-1]["content"]
+    assert "The release is on 2026-12-24." in content and content.endswith("status now?")
+    runs = await runtime.steering_store.load()
+    assert runs["child-1"].delivery.status == "delivered"
+
+    # ... and only once
+    again = await runtime.run("thanks", session_key="chat:7")
+    assert again.ok
+    assert "2026-12-24" not in server.requests[-1].body["messages"][-1]["content"]

@@ -87,6 +87,13 @@ from .outcome import (
 from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payloads
 from .request import RunErrorInfo, RunRequest, RunResult
 from .session_ops import set_aside_failed_tail
+from .steering import (
+    SteeringLease,
+    ack_leased_agent_steering_items,
+    lease_pending_agent_steering_items,
+    prepend_agent_steering_prompt,
+    release_leased_agent_steering_items,
+)
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
@@ -137,6 +144,7 @@ class _Run:
         self.task_group: anyio.abc.TaskGroup | None = None
         self.fallback_configured = False
         self.api_keys: dict[str, str] = {}
+        self.base_prompt = request.prompt
         self._emit_faults = 0
 
     # events -------------------------------------------------------------------------------
@@ -318,14 +326,42 @@ class _Run:
             if self.session_key:
                 await runtime.session_index.bind(self.session_key, self.session_id)
             self.engine = await runtime.resolve_context_engine()
-            async with anyio.create_task_group() as tg:
-                self.task_group = tg
-                result = await self._fallback_chain()
+            lease = await self._lease_steering()
+            result: RunResult | None = None
+            try:
+                async with anyio.create_task_group() as tg:
+                    self.task_group = tg
+                    result = await self._fallback_chain()
+            finally:
+                if lease is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._settle_steering(lease, result)
+            assert result is not None
             return result
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
                 await session.aclose()
+
+    async def _lease_steering(self) -> SteeringLease | None:
+        """Lease the sub-agent results waiting for this session; they lead the prompt as
+        data (never as instructions) and are acked only if the turn succeeds."""
+        store = self.runtime.steering_store
+        requester = self.session_key or self.session_id
+        lease = await lease_pending_agent_steering_items(store, requester, time.time() * 1000)
+        if lease is not None:
+            self.base_prompt = prepend_agent_steering_prompt(lease.prompt, self.request.prompt)
+        return lease
+
+    async def _settle_steering(self, lease: SteeringLease, result: RunResult | None) -> None:
+        """Ack on success; otherwise hand the items back for the next turn (none is lost,
+        none is delivered twice)."""
+        store = self.runtime.steering_store
+        if result is not None and result.ok:
+            await ack_leased_agent_steering_items(store, lease, now_ms=time.time() * 1000)
+        else:
+            error = result.error.message if result is not None and result.error else "run failed"
+            await release_leased_agent_steering_items(store, lease, error=error)
 
     async def _fallback_chain(self) -> RunResult:
         try:
@@ -545,7 +581,7 @@ class _Run:
         )
         plan = plan_attempt_input(
             first_attempt=first_attempt,
-            base_prompt=self.request.prompt,
+            base_prompt=self.base_prompt,
             additions=additions,
             last_role=getattr(last, "role", None),
             last_is_run_prompt=last_is_prompt,
@@ -570,7 +606,7 @@ class _Run:
         if outcome.prompt_entry_id is not None and outcome.prompt_message is not None:
             text = outcome.prompt_message.content
             if self.prompt_message is None or (
-                isinstance(text, str) and self.request.prompt in text
+                isinstance(text, str) and self.base_prompt in text
             ):
                 self.prompt_entry_id = outcome.prompt_entry_id
                 self.prompt_message = outcome.prompt_message
