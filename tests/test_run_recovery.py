@@ -25,7 +25,7 @@ from openclaw_runtime.runner.retry_instructions import (
     EMPTY_RESPONSE_RETRY_INSTRUCTION,
     REASONING_ONLY_RETRY_INSTRUCTION,
 )
-from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
+from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -739,3 +739,24 @@ async def test_subagent_results_steer_the_next_successful_turn_exactly_once(
     again = await runtime.run("thanks", session_key="chat:7")
     assert again.ok
     assert "2026-12-24" not in server.requests[-1].body["messages"][-1]["content"]
+
+
+async def test_post_compaction_tool_loop_is_stopped(tmp_path: Path, make_runtime: Any) -> None:
+    with FaultInjectingOpenAIServer(models={"main": 64_000, "mini": 64_000}, keys=KEYS) as server:
+        runtime = make_runtime(server, agent={"compaction_model": "backup/mini"})
+        await seed_history(runtime, "s-loop", turns=6, size=8_000)
+        server.inject(Fault(kind="context_overflow", model="main", times=1))
+        for _ in range(5):
+            server.enqueue(Reply(tool_calls=[("get_weather", {"city": "Paris"})], model="main"))
+        recorder = Recorder()
+        result = await runtime.run(
+            "weather?", session_id="s-loop", tools=[get_weather], on_event=recorder
+        )
+        assert not result.ok and result.error is not None
+        assert result.error.kind == "post_compaction_loop"
+        assert recorder.types().count("tool_execution_start") == 3
+        assert (
+            "repeated the same tool calls 3 times"
+            in recorder.of("attempt_decision")[-1].explanation
+        )
+        assert result.payloads[0].is_error

@@ -368,3 +368,20 @@ async def test_failed_tail_is_set_aside_not_deleted(tmp_path: Path) -> None:
     assert after == before  # a leaf record moved; no message was removed
     assert await set_aside_failed_tail(session) == 0  # nothing left to set aside
     await session.aclose()
+
+
+def test_post_compaction_loop_guard() -> None:
+    from openclaw_runtime.runner.recovery import PostCompactionLoopGuard
+
+    guard = PostCompactionLoopGuard(repeats=3)
+    same = [("read", {"path": "a", "n": 1})]
+    reordered = [("read", {"n": 1, "path": "a"})]
+    assert not guard.observe(same)
+    assert not guard.observe(reordered)  # argument order does not matter
+    assert guard.observe(same)  # third identical round
+    guard = PostCompactionLoopGuard(repeats=3)
+    assert not guard.observe(same)
+    assert not guard.observe([("read", {"path": "b"})])  # progress resets the count
+    assert not guard.observe(same)
+    assert not guard.observe([])  # a turn without tool calls resets too
+    assert not guard.observe(same)

@@ -24,7 +24,7 @@ import anyio
 from ..abort import AbortController, AbortSignal
 from ..agent.loop import run_agent_loop, run_agent_loop_continue
 from ..agent.tools import AgentTool
-from ..agent.types import AgentContext, AgentLoopConfig
+from ..agent.types import AgentContext, AgentLoopConfig, TurnContext
 from ..context import (
     MidTurnPrecheckOptions,
     install_tool_result_context_guard,
@@ -53,6 +53,7 @@ from ..transcript.store import SessionManager
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
 from .payloads import ToolMeta
+from .recovery import PostCompactionLoopGuard
 
 __all__ = [
     "AttemptFacts",
@@ -175,6 +176,7 @@ class AttemptSpec:
     images: Sequence[ImageContent] = ()
     run_prompt_text: str | None = None
     precheck: bool = True
+    loop_guard: bool = False
 
 
 @dataclass
@@ -186,6 +188,7 @@ class AttemptOutcome:
     prompt_entry_id: str | None = None
     prompt_message: UserMessage | None = None
     timed_out: bool = False
+    loop_guard_tripped: bool = False
     timed_out_during_tool_execution: bool = False
     idle_timed_out: bool = False
     externally_aborted: bool = False
@@ -268,8 +271,20 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         controller.abort(run_signal.reason)
     state = _AttemptState()
 
+    guard = PostCompactionLoopGuard() if spec.loop_guard or outcome.compactions else None
+
+    def stop_after_turn(turn: TurnContext) -> bool:
+        if guard is None:
+            return False
+        calls = [(call.name, call.arguments) for call in turn.message.tool_calls()]
+        if guard.observe(calls):
+            outcome.loop_guard_tripped = True
+            return True
+        return False
+
     config = AgentLoopConfig(
         model=spec.model,
+        should_stop_after_turn=stop_after_turn,
         transform_context=_pipeline(spec),
         get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
         thinking_level=spec.thinking_level,

@@ -64,6 +64,7 @@ from .events import (
 from .recovery import (
     COMPACTION_FAILURE_USER_TEXT,
     CONTEXT_OVERFLOW_USER_TEXT,
+    POST_COMPACTION_LOOP_REPEATS,
     OverflowRecoveryState,
     downgrade_thinking_level,
     is_thinking_level_rejection,
@@ -72,8 +73,8 @@ from .recovery import (
     should_compact_after_timeout,
 )
 from .request import RunErrorInfo
-from .retry_instructions import AttemptFacts as RetryFacts
 from .retry_instructions import (
+    INCOMPLETE_TURN_SIDE_EFFECT_TEXT,
     attempt_had_potential_side_effects,
     resolve_compaction_continuation_retry_instruction,
     resolve_empty_response_retry_instruction,
@@ -82,6 +83,7 @@ from .retry_instructions import (
     should_retry_missing_assistant_turn,
     should_retry_silent_error_assistant_turn,
 )
+from .retry_instructions import AttemptFacts as RetryFacts
 from .retry_limit import (
     DEFAULT_EMPTY_RESPONSE_RETRY_LIMIT,
     DEFAULT_REASONING_ONLY_RETRY_LIMIT,
@@ -289,6 +291,7 @@ class ModelAttemptLoop:
                 timeout_s=run.timeout_s,
                 idle_timeout_s=run.idle_timeout_s,
                 images=request.images if plan.mode == "prompt" and attempt_no == 1 else (),
+                loop_guard=run.total_compactions > 0,
             )
         )
         run.absorb(outcome)
@@ -362,6 +365,22 @@ class ModelAttemptLoop:
             return await self._retry_limit(
                 format_idle_timeout_breaker_message(step.consecutive),
                 self.last_reason or FailoverReason.TIMEOUT,
+            )
+        if outcome.loop_guard_tripped:
+            await self.decide(
+                attempt_no,
+                "surface_error",
+                None,
+                "after compaction the model repeated the same tool calls "
+                f"{POST_COMPACTION_LOOP_REPEATS} times in a row: stopping the attempt",
+            )
+            return self.result(
+                "error",
+                assistant=assistant,
+                error=RunErrorInfo(
+                    "post_compaction_loop", "the model looped on the same tool calls"
+                ),
+                error_payload_text=INCOMPLETE_TURN_SIDE_EFFECT_TEXT,
             )
         if failure.overflow:
             return await self._on_overflow(attempt_no, outcome, failure)

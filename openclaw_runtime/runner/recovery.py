@@ -22,6 +22,7 @@ step the level down (high → medium → low → off) instead of failing the run
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,9 +32,11 @@ from .retry_limit import MAX_OVERFLOW_COMPACTION_ATTEMPTS, MAX_TIMEOUT_COMPACTIO
 __all__ = [
     "COMPACTION_FAILURE_USER_TEXT",
     "CONTEXT_OVERFLOW_USER_TEXT",
+    "POST_COMPACTION_LOOP_REPEATS",
     "TIMEOUT_COMPACTION_PROMPT_SHARE",
     "OverflowRecoveryState",
     "OverflowStep",
+    "PostCompactionLoopGuard",
     "downgrade_thinking_level",
     "is_thinking_level_rejection",
     "parse_context_overflow_limit",
@@ -168,3 +171,42 @@ def parse_context_overflow_limit(error_message: str | None) -> int | None:
             value = int(match.group(match.lastindex or 1).replace(",", ""))
             return value if value > 0 else None
     return None
+
+
+#: Identical tool-call rounds in a row after a compaction that count as a loop.
+POST_COMPACTION_LOOP_REPEATS = 3
+
+
+class PostCompactionLoopGuard:
+    """Stops an attempt that, right after a compaction, keeps making the same tool calls
+    (OpenClaw #77474): the summary lost the result it needed and the model asks again and
+    again; waiting for the timeout would only burn paid calls.
+
+    ``observe(calls)`` takes one assistant turn's tool calls as ``(name, arguments)`` pairs and
+    returns True when the same round has now been seen ``repeats`` times in a row.
+    """
+
+    def __init__(self, repeats: int = POST_COMPACTION_LOOP_REPEATS) -> None:
+        self.repeats = repeats
+        self._last: tuple[tuple[str, str], ...] | None = None
+        self._count = 0
+
+    def observe(self, calls: Sequence[tuple[str, object]]) -> bool:
+        if not calls:
+            self._last, self._count = None, 0
+            return False
+        signature = tuple(sorted((name, _canonical(arguments)) for name, arguments in calls))
+        if signature == self._last:
+            self._count += 1
+        else:
+            self._last, self._count = signature, 1
+        return self._count >= self.repeats
+
+
+def _canonical(value: object) -> str:
+    import json
+
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -105,7 +105,6 @@ logger = logging.getLogger("openclaw_runtime.runner")
 RunEventCallback = Callable[[Event], Awaitable[None] | None]
 
 
-
 async def run_embedded_agent(
     runtime: Runtime, request: RunRequest, *, on_event: RunEventCallback | None = None
 ) -> RunResult:
@@ -605,9 +604,7 @@ class _Run:
         self.run_entry_ids.update(outcome.entry_ids.values())
         if outcome.prompt_entry_id is not None and outcome.prompt_message is not None:
             text = outcome.prompt_message.content
-            if self.prompt_message is None or (
-                isinstance(text, str) and self.base_prompt in text
-            ):
+            if self.prompt_message is None or (isinstance(text, str) and self.base_prompt in text):
                 self.prompt_entry_id = outcome.prompt_entry_id
                 self.prompt_message = outcome.prompt_message
         self.total_compactions += outcome.compactions
