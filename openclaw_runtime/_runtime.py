@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -350,6 +351,9 @@ class Runtime:
         self._session_store: Any = None
         self._session_index: Any = None
         self._steering_store: Any = None
+        self._open_sessions: OrderedDict[str, Any] = OrderedDict()
+        #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
+        self.max_open_sessions = 128
         self._maintenance: dict[str, Any] = {}
         #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
         self.retry_backoff_scale = 1.0
@@ -539,6 +543,31 @@ class Runtime:
             self._session_index = SessionIndex(self.sessions_dir / "index.json")
         return self._session_index
 
+    async def checkout_session(self, session_id: str, *, cwd: str) -> Any:
+        """An open ``SessionManager`` for a run: the one kept from the session's last turn
+        (refreshed with whatever other processes appended), else opened from disk."""
+        cached = self._open_sessions.pop(session_id, None)
+        if cached is not None:
+            try:
+                await cached.refresh()
+            except OpenClawRuntimeError:
+                await cached.aclose()
+            else:
+                return cached
+        return await self.session_store.open_or_create(session_id, cwd=cwd)
+
+    async def checkin_session(self, session: Any) -> None:
+        """Keep a session open for its next turn (least recently used ones are closed)."""
+        await session.flush()
+        key = session.session_id
+        previous = self._open_sessions.pop(key, None)
+        if previous is not None and previous is not session:
+            await previous.aclose()
+        self._open_sessions[key] = session
+        while len(self._open_sessions) > self.max_open_sessions:
+            _, oldest = self._open_sessions.popitem(last=False)
+            await oldest.aclose()
+
     async def wait_for_session_maintenance(self, session_id: str) -> None:
         """Wait for deferred transcript maintenance of ``session_id`` to finish, so the next
         turn reads what it wrote."""
@@ -670,7 +699,11 @@ class Runtime:
         self.hooks.runtime_shutdown(self)
 
     async def aclose(self) -> None:
-        """``close()``, and close the HTTP clients of providers that hold them."""
+        """``close()``, and close the HTTP clients of providers that hold them and the
+        sessions kept open between turns."""
+        while self._open_sessions:
+            _, session = self._open_sessions.popitem()
+            await session.aclose()
         if self._components is not None:
             for registration in self._components.providers.registrations():
                 owner = getattr(registration.component, "__self__", None)

@@ -760,3 +760,19 @@ async def test_post_compaction_tool_loop_is_stopped(tmp_path: Path, make_runtime
             in recorder.of("attempt_decision")[-1].explanation
         )
         assert result.payloads[0].is_error
+
+
+async def test_open_sessions_see_turns_written_by_another_runtime(
+    tmp_path: Path, server: Any, make_runtime: Any
+) -> None:
+    # two runtimes (think: two worker processes) share one state directory
+    first = make_runtime(server)
+    second = make_runtime(server)
+    one = await first.run("from the first worker", session_id="shared")
+    two = await second.run("from the second worker", session_id="shared")
+    three = await first.run("and back", session_id="shared")
+    assert one.ok and two.ok and three.ok
+    sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] == "user"]
+    assert sent == ["from the first worker", "from the second worker", "and back"]
+    roles = [m.role for m in await branch_messages(first, "shared")]
+    assert roles == ["user", "assistant"] * 3

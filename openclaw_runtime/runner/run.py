@@ -319,7 +319,7 @@ class _Run:
 
     async def _with_session(self) -> RunResult:
         runtime = self.runtime
-        session = await runtime.session_store.open_or_create(self.session_id, cwd=os.getcwd())
+        session = await runtime.checkout_session(self.session_id, cwd=os.getcwd())
         self.session = session
         try:
             if self.session_key:
@@ -340,7 +340,7 @@ class _Run:
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
-                await session.aclose()
+                await runtime.checkin_session(session)
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as

@@ -515,6 +515,32 @@ class SessionManager:
         await self.flush()
         self.closed = True
 
+    async def refresh(self) -> bool:
+        """Take in what other writers appended since our last read or write.
+
+        Costs one ``stat`` when nothing changed, which is what lets a runtime keep sessions
+        open between turns instead of re-reading the whole file each time. Returns whether
+        anything was read.
+        """
+        if self.closed:
+            raise TranscriptError(f"session {self.path.name} is closed")
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            raise TranscriptError(f"session file {self.path.name} was removed") from None
+        if (stat.st_ino, stat.st_size) == self._file_state and not self._pending:
+            return False
+        await self.flush()
+        async with self._write_lock:
+
+            def read() -> _External:
+                with session_lock(self.path, timeout=self.lock_timeout):
+                    return self._read_external_changes()
+
+            external = await anyio.to_thread.run_sync(read)
+            self._absorb(external)
+        return True
+
     # reads -------------------------------------------------------------------------------
 
     @property
