@@ -508,6 +508,7 @@ async def test_attempt_timeout_surfaces_a_timeout_outcome(
     result = await runtime.run("hi", timeout_s=0.4, on_event=recorder)
     assert not result.ok and result.outcome.status == "timeout"
     assert result.error is not None and result.error.kind == "timeout"
+    assert "timed out after 0.4s" in result.error.message
     assert recorder.of("attempt_end")[0].timed_out
     assert_lifecycle(recorder)
 

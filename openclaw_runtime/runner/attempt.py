@@ -188,6 +188,7 @@ class AttemptOutcome:
     prompt_entry_id: str | None = None
     prompt_message: UserMessage | None = None
     timed_out: bool = False
+    timeout_message: str | None = None
     loop_guard_tripped: bool = False
     timed_out_during_tool_execution: bool = False
     idle_timed_out: bool = False
@@ -349,6 +350,8 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     outcome.new_messages = new
     outcome.facts = collect_attempt_facts(new)
     outcome.timed_out = state.timed_out
+    if state.timed_out and spec.timeout_s:
+        outcome.timeout_message = str(AttemptTimeout(spec.timeout_s))
     outcome.timed_out_during_tool_execution = state.timed_out_during_tools
     outcome.externally_aborted = run_signal is not None and run_signal.aborted
     assistant = outcome.facts.assistant

@@ -303,7 +303,8 @@ class ModelAttemptLoop:
         assistant = outcome.assistant
         if not outcome.failed or assistant is None or outcome.externally_aborted:
             return _Failure(None, None, False, None, None)
-        error_text = assistant.error_message
+        # our own attempt timer aborted the stream: say so, not "Request was aborted"
+        error_text = outcome.timeout_message or assistant.error_message
         signal = signal_from_assistant_message(assistant)
         classification = self.run.classify(signal)
         reason: FailoverReason | None = None

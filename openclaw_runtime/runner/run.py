@@ -177,6 +177,8 @@ class _Run:
         session_id = (request.session_id or "").strip() or None
         if session_id is None and key is not None:
             session_id = index.lookup_id(key)
+        # a key seen for the first time is claimed atomically before anything else runs
+        self.claim_key = session_id is None and key is not None
         if session_id is None:
             session_id = uuid.uuid4().hex
         if key is None:
@@ -223,6 +225,11 @@ class _Run:
 
     async def execute(self) -> RunResult:
         self._resolve_entry()
+        if self.claim_key:
+            assert self.session_key is not None
+            self.session_id = await self.runtime.session_index.claim(
+                self.session_key, self.session_id
+            )
         request = self.request
         await self.emit(
             RunStart(

@@ -86,6 +86,24 @@ class SessionIndex:
         """A copy of the whole index."""
         return {key: dict(value) for key, value in self._read().items()}
 
+    async def claim(self, session_key: str, session_id: str) -> str:
+        """Bind ``session_key`` to ``session_id`` unless it is already bound; returns the id
+        the key points at afterwards. Atomic across processes, so two first turns of one
+        conversation arriving together end up in the same session."""
+        bound = self.lookup_id(session_key)
+        if bound is not None:
+            return bound
+
+        def update(index: dict[str, SessionIndexEntry]) -> str:
+            entry = index.get(session_key)
+            existing = entry.get("sessionId") if entry else None
+            if isinstance(existing, str):
+                return existing
+            index[session_key] = {"sessionId": session_id, "updatedAt": int(time.time() * 1000)}
+            return session_id
+
+        return await anyio.to_thread.run_sync(self._update_sync, update)
+
     async def bind(self, session_key: str, session_id: str) -> None:
         """Point ``session_key`` at ``session_id`` (no write when already so)."""
         entry = self._read().get(session_key)

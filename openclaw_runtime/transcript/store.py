@@ -62,6 +62,8 @@ from .repair import (
     RepairPlan,
     RepairReport,
     plan_session_repair,
+    repair_assistant_entry,
+    repair_user_entry,
     report_for,
     summarize_repair,
     write_repair,
@@ -365,6 +367,8 @@ class SessionManager:
         self._write_lock = anyio.Lock()
         self._message_cache: dict[int, Any] = {}
         self._missing_parents: set[str] = set()
+        # the active branch, kept across appends (a turn asks for it many times)
+        self._branch_cache: tuple[str | None, list[dict[str, Any]]] | None = None
         self.closed = False
 
     # construction ------------------------------------------------------------------------
@@ -598,7 +602,15 @@ class SessionManager:
 
     def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
         """The active branch, or the branch ending at ``from_id``."""
-        return self.get_path_to_root(self._tree.leaf_id if from_id is None else from_id)
+        leaf = self._tree.leaf_id
+        if from_id is not None and from_id != leaf:
+            return self.get_path_to_root(from_id)
+        cached = self._branch_cache
+        if cached is not None and cached[0] == leaf:
+            return list(cached[1])
+        branch = self.get_path_to_root(leaf)
+        self._branch_cache = (leaf, branch)
+        return list(branch)
 
     def build_session_context(
         self, from_id: str | None = None, *, materialize: bool = True
@@ -625,8 +637,14 @@ class SessionManager:
     # appends -----------------------------------------------------------------------------
 
     async def append_message(self, message: Any, *, append_mode: str | None = None) -> str:
-        """Append a message (a model from ``messages.py`` or an OpenClaw wire dict)."""
-        return await self._append("message", {"message": _wire_message(message)}, append_mode)
+        """Append a message (a model from ``messages.py`` or an OpenClaw wire dict).
+
+        What the loader would repair is written repaired (an empty error turn gets the
+        placeholder text, blank user content the fallback text), so a file this store wrote
+        never needs repair when it is opened again.
+        """
+        wire = _loadable_message(_wire_message(message))
+        return await self._append("message", {"message": wire}, append_mode)
 
     async def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change."""
@@ -828,11 +846,32 @@ class SessionManager:
         if external.tree is not None:
             self._tree = external.tree
             self._message_cache.clear()
+            self._branch_cache = None
         elif external.entries:
             self._record(external.entries)
 
     def _record(self, entries: list[dict[str, Any]]) -> None:
+        cached = self._branch_cache
+        before = self._tree.leaf_id
         self._tree.extend(entries)
+        self._branch_cache = None
+        if cached is None or cached[0] != before:
+            return
+        # the common case: plain appends on the active leaf extend the cached branch
+        branch = cached[1]
+        parent = before
+        logical = self._tree.logical_parents
+        for entry in entries:
+            if (
+                entry.get("type") not in LEAF_MOVING_TYPES
+                or entry.get("appendMode") == "side"
+                or entry.get("parentId") != parent
+                or entry["id"] in logical
+            ):
+                return
+            parent = entry["id"]
+        if parent == self._tree.leaf_id:
+            self._branch_cache = (parent, [*branch, *entries])
 
     async def flush(self) -> None:
         """Write lines buffered under durability ``"none"``."""
@@ -863,6 +902,7 @@ class SessionManager:
             if tree is not None:
                 tree.repair_pointers()
                 self._tree = tree
+                self._branch_cache = None
                 self._message_cache.clear()
 
     # rewrites ----------------------------------------------------------------------------
@@ -897,6 +937,7 @@ class SessionManager:
             for problem in tree.repair_pointers():
                 self._report(f"session {self.path.name}: {problem}")
             self._tree = tree
+            self._branch_cache = None
             self._message_cache.clear()
 
     async def rewrite_transcript_entries(
@@ -1018,6 +1059,22 @@ def _wire_message(message: Any) -> Any:
     if isinstance(message, dict):
         return message
     raise TypeError(f"expected a message model or a wire dict, got {type(message).__name__}")
+
+
+def _loadable_message(message: Any) -> Any:
+    """``message`` as the loader's repair would leave it (unchanged in the common case)."""
+    if not isinstance(message, dict):
+        return message
+    entry = {"message": message}
+    role = message.get("role")
+    repaired = (
+        repair_assistant_entry(entry)
+        if role == "assistant"
+        else repair_user_entry(entry)
+        if role == "user"
+        else None
+    )
+    return message if repaired is None else repaired["message"]
 
 
 def _message_identity(message: Mapping[str, Any]) -> str | None:
