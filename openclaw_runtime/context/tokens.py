@@ -172,8 +172,29 @@ def _prompt_tokens(prompt: str) -> int:
 # --------------------------------------------------------------------------- per message
 
 
+#: id(message) → (message, tokens) for models: a history is re-estimated before every
+#: request, and messages are immutable once written, so each is measured once. Bounded
+#: (cleared when full); it keeps at most that many messages alive.
+_MEMO: dict[int, tuple[Any, int]] = {}
+_MEMO_LIMIT = 100_000
+
+
 def estimate_message_token_pressure(message: Any) -> int:
     """Tokens one transcript message adds before the safety margin."""
+    if type(message) is dict:
+        return _estimate_message(message)
+    key = id(message)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    tokens = _estimate_message(message)
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = (message, tokens)
+    return tokens
+
+
+def _estimate_message(message: Any) -> int:
     role = _get(message, "role")
     tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS
     if role in ("toolResult", "tool") or _get(message, "type") == "toolResult":

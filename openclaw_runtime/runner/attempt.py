@@ -48,7 +48,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ..transcript import TranscriptPolicy, run_transcript_sanitizers
+from ..transcript import TranscriptPolicy
 from ..transcript.store import SessionManager
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
@@ -401,14 +401,20 @@ def _prompt_tokens_of(facts: AttemptFacts) -> int | None:
 def _pipeline(
     spec: AttemptSpec,
 ) -> Callable[[list[Any], AbortSignal | None], list[Any]]:
-    """The per-request history pipeline: sanitizers, then provider turn validation."""
+    """The per-request history pipeline: sanitizers, then provider turn validation.
+
+    The session's incremental sanitizer only re-reads what was appended since the last
+    stable boundary, so a long history is not sanitized from scratch before every request.
+    """
     policy = spec.policy
     sanitizers = list(spec.sanitizers)
     validate = spec.validate_turns
     on_error = spec.on_sanitizer_error
 
+    incremental = spec.session.replay_sanitizer
+
     def transform(messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
-        sanitized = run_transcript_sanitizers(messages, policy, sanitizers, on_error=on_error)
+        sanitized = incremental.run(messages, policy, sanitizers, on_error=on_error)
         validated = validate(sanitized, policy)
         return sanitized if validated is None else validated
 

@@ -144,6 +144,7 @@ class _Run:
         self.fallback_configured = False
         self.api_keys: dict[str, str] = {}
         self.base_prompt = request.prompt
+        self.start_leaf_id: str | None = None
         self._emit_faults = 0
 
     # events -------------------------------------------------------------------------------
@@ -328,6 +329,7 @@ class _Run:
         runtime = self.runtime
         session = await runtime.checkout_session(self.session_id, cwd=os.getcwd())
         self.session = session
+        self.start_leaf_id = session.get_leaf_id()
         try:
             if self.session_key:
                 await runtime.session_index.bind(self.session_key, self.session_id)
@@ -411,12 +413,24 @@ class _Run:
         if session is None:
             return []
         wanted = self.run_entry_ids
+        if not wanted:
+            return []
+        # this run's entries are at the end of the branch: walk back until they are passed
         out = []
-        for entry in session.get_branch():
-            if entry.get("id") in wanted and entry.get("type") == "message":
-                message = session._cached_message(entry)
-                if message is not None:
-                    out.append(message)
+        remaining = len(wanted)
+        branch = session.get_branch()
+        for entry in reversed(branch):
+            if remaining == 0:
+                break
+            if entry.get("id") in wanted:
+                remaining -= 1
+                if entry.get("type") == "message":
+                    message = session._cached_message(entry)
+                    if message is not None:
+                        out.append(message)
+            elif entry.get("id") == self.start_leaf_id:
+                break
+        out.reverse()
         return out
 
     def success_payloads(self, result: CandidateResult) -> list[ReplyPayload]:

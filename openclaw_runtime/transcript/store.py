@@ -46,6 +46,7 @@ from .entries import (
     parse_timestamp_ms,
     path_to_root,
 )
+from .incremental import IncrementalSanitizer
 from .jsonl import (
     DEFAULT_LOCK_TIMEOUT,
     Durability,
@@ -369,6 +370,9 @@ class SessionManager:
         self._missing_parents: set[str] = set()
         # the active branch, kept across appends (a turn asks for it many times)
         self._branch_cache: tuple[str | None, list[dict[str, Any]]] | None = None
+        self._context_cache: tuple[str | None, SessionContext] | None = None
+        #: Sanitized replay of this session's history, reused while it only grows.
+        self.replay_sanitizer = IncrementalSanitizer()
         self.closed = False
 
     # construction ------------------------------------------------------------------------
@@ -616,11 +620,27 @@ class SessionManager:
         self, from_id: str | None = None, *, materialize: bool = True
     ) -> SessionContext:
         """Messages and state of the active branch (pydantic models unless ``materialize``
-        is false, then the wire dicts)."""
-        branch = self.get_branch(from_id)
+        is false, then the wire dicts). The active branch's context is kept across plain
+        message appends, so a turn does not rebuild it from the whole history."""
         if not materialize:
-            return build_session_context(branch, materialize=False)
-        return build_session_context(branch, message_of=self._cached_message)
+            return build_session_context(self.get_branch(from_id), materialize=False)
+        leaf = self._tree.leaf_id
+        active = from_id is None or from_id == leaf
+        cached = self._context_cache
+        if active and cached is not None and cached[0] == leaf:
+            context = cached[1]
+        else:
+            context = build_session_context(
+                self.get_branch(from_id), message_of=self._cached_message
+            )
+            if active:
+                self._context_cache = (leaf, context)
+        return SessionContext(
+            list(context.messages),
+            context.thinking_level,
+            context.model,
+            None if context.active_tool_names is None else list(context.active_tool_names),
+        )
 
     def _cached_message(self, entry: Mapping[str, Any]) -> Any:
         key = id(entry)
@@ -846,15 +866,16 @@ class SessionManager:
         if external.tree is not None:
             self._tree = external.tree
             self._message_cache.clear()
-            self._branch_cache = None
+            self._branch_cache = self._context_cache = None
         elif external.entries:
             self._record(external.entries)
 
     def _record(self, entries: list[dict[str, Any]]) -> None:
         cached = self._branch_cache
+        cached_context = self._context_cache
         before = self._tree.leaf_id
         self._tree.extend(entries)
-        self._branch_cache = None
+        self._branch_cache = self._context_cache = None
         if cached is None or cached[0] != before:
             return
         # the common case: plain appends on the active leaf extend the cached branch
@@ -870,8 +891,30 @@ class SessionManager:
             ):
                 return
             parent = entry["id"]
-        if parent == self._tree.leaf_id:
-            self._branch_cache = (parent, [*branch, *entries])
+        if parent != self._tree.leaf_id:
+            return
+        self._branch_cache = (parent, [*branch, *entries])
+        context = cached_context
+        if context is None or context[0] != before:
+            return
+        if any(entry.get("type") != "message" for entry in entries):
+            return  # state entries (model, tools, compaction) rebuild the context
+        added = [self._cached_message(entry) for entry in entries]
+        previous = context[1]
+        model = previous.model
+        for entry in entries:
+            message = entry["message"]
+            if message.get("role") == "assistant":
+                model = ModelRef(str(message.get("provider")), str(message.get("model")))
+        self._context_cache = (
+            parent,
+            SessionContext(
+                [*previous.messages, *(m for m in added if m is not None)],
+                previous.thinking_level,
+                model,
+                previous.active_tool_names,
+            ),
+        )
 
     async def flush(self) -> None:
         """Write lines buffered under durability ``"none"``."""
@@ -902,7 +945,7 @@ class SessionManager:
             if tree is not None:
                 tree.repair_pointers()
                 self._tree = tree
-                self._branch_cache = None
+                self._branch_cache = self._context_cache = None
                 self._message_cache.clear()
 
     # rewrites ----------------------------------------------------------------------------
@@ -937,7 +980,7 @@ class SessionManager:
             for problem in tree.repair_pointers():
                 self._report(f"session {self.path.name}: {problem}")
             self._tree = tree
-            self._branch_cache = None
+            self._branch_cache = self._context_cache = None
             self._message_cache.clear()
 
     async def rewrite_transcript_entries(
