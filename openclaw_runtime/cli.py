@@ -1,51 +1,28 @@
 """The ``openclaw-runtime`` command line.
 
-Errors are handled in one place: ``OpenClawRuntimeError`` subclasses print as one-line
-messages (exit 1); anything else re-raises when ``OPENCLAW_RUNTIME_RAISE_ERRORS=1``.
+``run``, ``chat``, ``sessions``, ``compact``, ``doctor`` and ``profiles`` live in
+``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
+
+Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
+subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for
+failures (``plugins``, ``profiles`` and ``demo`` keep their original exit 1 for both); anything
+re-raises when ``OPENCLAW_RUNTIME_RAISE_ERRORS=1``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
-from functools import wraps
-from typing import Any, TypeVar
+from pathlib import Path
 
-import anyio
 import click
 
 from . import __version__
-from ._exceptions import OpenClawRuntimeError
-from ._plugins import parse_bool_env
 from ._runtime import Runtime
-from .auth.cooldown import is_active_unusable_window, is_auth_cooldown_bypassed_for_provider
-from .auth.profiles import AuthProfile
-from .auth.state import AuthProfileStoreState
-from .auth.store import open_auth_profile_store
-from .config import RuntimeConfig
+from .commands import chat, compact, doctor, run, sessions
+from .commands._common import EXIT_FAILED, command_errors, load_config
+from .commands.profiles import profiles
 
-__all__ = ["main"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-ENV_RAISE = "OPENCLAW_RUNTIME_RAISE_ERRORS"
-
-
-def _handle_errors(fn: F) -> F:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except OpenClawRuntimeError as exc:
-            if parse_bool_env(ENV_RAISE, os.environ.get(ENV_RAISE, "")):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
+__all__ = ["cli", "main"]
 
 
 @click.group()
@@ -55,138 +32,51 @@ def _handle_errors(fn: F) -> F:
     "config_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Config file (default: ./openclaw-runtime.toml or $OPENCLAW_RUNTIME_CONFIG).",
+    help="Config file (default: ./openclaw-runtime.toml or $OPENCLAW_RUNTIME_CONFIG). "
+    "$OPENCLAW_RUNTIME_STATE_DIR and $OPENCLAW_RUNTIME_MODEL override it.",
 )
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
-    """openclaw-runtime: an async agent runtime that recovers by itself."""
+    """openclaw-runtime: an async agent runtime that recovers by itself.
+
+    Start with `openclaw-runtime demo` (offline), then `openclaw-runtime doctor` and
+    `openclaw-runtime run "Hello"`.
+    """
     ctx.obj = {"config_path": config_path}
 
 
-def _runtime(ctx: click.Context) -> Runtime:
-    return Runtime(RuntimeConfig.load(ctx.obj["config_path"]))
-
-
 @cli.command()
 @click.pass_context
-@_handle_errors
+@command_errors(usage_exit=EXIT_FAILED)
 def plugins(ctx: click.Context) -> None:
     """List plugins as JSON: name, distribution, version, hooks, load errors."""
-    runtime = _runtime(ctx)
+    runtime = Runtime(load_config(ctx))
     click.echo(json.dumps(runtime.describe_plugins(), indent=2))
-
-
-def _iso_ms(ms: float) -> str:
-    """``Date.toISOString()`` of a ms timestamp (UTC, millisecond precision)."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _profile_status(
-    state: AuthProfileStoreState, profile_id: str, provider: str, now_ms: float
-) -> dict[str, Any]:
-    """``healthy``, ``cooling_down`` (cooldown or quota block) or ``disabled``, with details."""
-    stats = state.stats_for(profile_id)
-    status: dict[str, Any] = {"status": "healthy", "until_ms": None, "reason": None, "model": None}
-    if stats is None or is_auth_cooldown_bypassed_for_provider(provider):
-        return status
-    if is_active_unusable_window(stats.disabled_until, now_ms):
-        return {
-            "status": "disabled",
-            "until_ms": stats.disabled_until,
-            "reason": stats.disabled_reason or "unknown",
-            "model": None,
-        }
-    windows = []
-    if is_active_unusable_window(stats.cooldown_until, now_ms):
-        windows.append(
-            (stats.cooldown_until, stats.cooldown_reason or "unknown", stats.cooldown_model)
-        )
-    if is_active_unusable_window(stats.blocked_until, now_ms):
-        model = stats.blocked_model if stats.blocked_scope == "model" else None
-        windows.append((stats.blocked_until, stats.blocked_reason or "rate_limit", model))
-    if windows:
-        until, reason, model = max(windows, key=lambda w: w[0] or 0)
-        return {"status": "cooling_down", "until_ms": until, "reason": reason, "model": model}
-    return status
-
-
-def _describe_status(status: dict[str, Any]) -> str:
-    if status["status"] == "healthy":
-        return "healthy"
-    until = _iso_ms(status["until_ms"])
-    if status["status"] == "disabled":
-        return f"disabled until {until} ({status['reason']})"
-    model = f", model {status['model']}" if status["model"] else ""
-    return f"cooling down until {until} ({status['reason']}{model})"
-
-
-def _profile_rows(config: RuntimeConfig, state: AuthProfileStoreState) -> list[dict[str, Any]]:
-    now_ms = time.time_ns() // 1_000_000
-    configured = {p.id: p for p in config.auth.profiles}
-    ids = list(dict.fromkeys([*configured, *state.profiles]))
-    rows = []
-    for profile_id in ids:
-        profile: AuthProfile = state.profiles.get(profile_id) or configured[profile_id]
-        stats = state.stats_for(profile_id)
-        status = _profile_status(state, profile_id, profile.provider, now_ms)
-        rows.append(
-            {
-                "id": profile_id,
-                "provider": profile.provider,
-                "mode": profile.mode,
-                "credential": profile.credential_source(),
-                **status,
-                "until": _iso_ms(status["until_ms"]) if status["until_ms"] else None,
-                "description": _describe_status(status),
-                "error_count": (stats.error_count or 0) if stats else 0,
-                "failure_counts": dict(stats.failure_counts or {}) if stats else {},
-                "last_used_ms": stats.last_used if stats else None,
-            }
-        )
-    return rows
-
-
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the profiles as JSON.")
-@click.option(
-    "--store",
-    "store_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Auth-profile store file (default: [auth] store_path or <state_dir>/auth-profiles.json).",
-)
-@click.pass_context
-@_handle_errors
-def profiles(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
-    """Show each auth profile's health: healthy, cooling down or disabled (never secrets)."""
-    config = RuntimeConfig.load(ctx.obj["config_path"])
-    store = open_auth_profile_store(config, path=store_path)
-    rows = _profile_rows(config, store.load_sync())
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
-        click.echo(f"no auth profiles (store: {store.path})")
-        return
-    width = max(len(row["id"]) for row in rows)
-    for row in rows:
-        label = f"{row['provider']}/{row['mode']}"
-        click.echo(f"{row['id']:<{width}}  {label:<20}  {row['description']}")
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
-@_handle_errors
-def demo(as_json: bool) -> None:
-    """Run the kernel end to end on the built-in scripted provider (offline).
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the demo writes its transcript and ledger (default: a new temp directory).",
+)
+@command_errors(usage_exit=EXIT_FAILED)
+def demo(as_json: bool, state_dir: Path | None) -> None:
+    """Watch the runtime save itself, offline, over real HTTP.
 
-    A scripted model calls a weather tool for two cities in parallel, is steered mid-run
-    while the tools execute, and streams an answer built from the tool results.
+    A local fault-injecting OpenAI-compatible server rate-limits the first API key (the run
+    rotates to the second), serves a tool call, and overflows its small context window (the
+    run compacts the history and retries). Needs no network, no key, no test dependencies.
     """
     from .demo import run_demo
 
-    anyio.run(run_demo, as_json)
+    run_demo(as_json=as_json, state_dir=state_dir)
+
+
+for _command in (run, chat, sessions, compact, doctor, profiles):
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -203,24 +203,30 @@ class RuntimeConfig(_Section):
             try:
                 data = tomllib.loads(target.read_text(encoding="utf-8"))
             except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigurationError(
-                    f"cannot read config file {str(target)!r}: {exc}"
-                ) from exc
+                raise ConfigurationError(f"cannot read config file {str(target)!r}: {exc}") from exc
         elif explicit:
             raise ConfigurationError(f"config file {str(target)!r} does not exist")
         overridden = _apply_env_overrides(data, os.environ)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            where = f"{target}" if target.exists() else "configuration"
-            origin = f" (environment: {', '.join(overridden)})" if overridden else ""
+            blamed = [
+                name
+                for name, loc in overridden.items()
+                if any(tuple(e["loc"][: len(loc)]) == loc for e in exc.errors())
+            ]
+            where = str(target) if target.exists() else "configuration"
+            origin = f" (from ${', $'.join(blamed)})" if blamed else ""
             raise ConfigurationError(f"{where}{origin}: {_describe(exc)}") from exc
 
 
-def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> list[str]:
+def _apply_env_overrides(
+    data: dict[str, Any], env: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
     """Put ``OPENCLAW_RUNTIME_STATE_DIR`` / ``OPENCLAW_RUNTIME_MODEL`` into ``data``; returns
-    the names applied. A set-but-unusable value is an error naming the variable."""
-    applied: list[str] = []
+    each variable applied with the config location it set (to blame it in errors). A
+    set-but-unusable value is an error naming the variable."""
+    applied: dict[str, tuple[str, ...]] = {}
     state_dir = env.get(ENV_STATE_DIR)
     if state_dir is not None:
         value = state_dir.strip()
@@ -230,7 +236,7 @@ def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> list[s
         if resolved.exists() and not resolved.is_dir():
             raise ConfigurationError(f"{ENV_STATE_DIR}={value!r} is not a directory")
         data["state_dir"] = str(resolved)
-        applied.append(ENV_STATE_DIR)
+        applied[ENV_STATE_DIR] = ("state_dir",)
     model = env.get(ENV_MODEL)
     if model is not None:
         value = model.strip()
@@ -247,7 +253,7 @@ def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> list[s
         if not isinstance(agent, dict):
             raise ConfigurationError(f"cannot apply {ENV_MODEL}: [agent] is not a table")
         agent["model"] = value
-        applied.append(ENV_MODEL)
+        applied[ENV_MODEL] = ("agent", "model")
     return applied
 
 

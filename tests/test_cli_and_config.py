@@ -1,4 +1,4 @@
-"""The command line and configuration loading."""
+"""The command line and configuration loading (the demo: ``test_demo.py``)."""
 
 from __future__ import annotations
 
@@ -9,39 +9,6 @@ from click.testing import CliRunner
 
 from openclaw_runtime import ConfigurationError, RuntimeConfig
 from openclaw_runtime.cli import cli
-
-
-def test_demo_runs_the_kernel_end_to_end():
-    result = CliRunner().invoke(cli, ["demo"])
-    assert result.exit_code == 0, result.output
-    out = result.output
-    assert 'tool ▸ get_weather {"city": "Lisbon"}' in out
-    assert 'tool ◂ get_weather → {"city": "Paris", "temp_c": 14, "sky": "overcast"}' in out
-    assert "user ▸ Keep it to one sentence per city, please." in out  # the steering message
-    assert "Lisbon is sunny at 21°C. Paris is overcast at 14°C." in out  # built from tool results
-    assert "done: 2 model calls, 6 transcript messages" in out
-
-
-def test_demo_json_prints_the_event_timeline():
-    result = CliRunner().invoke(cli, ["demo", "--json"])
-    assert result.exit_code == 0, result.output
-    decoder, text, events = json.JSONDecoder(), result.output, []
-    index = 0
-    while index < len(text.rstrip()):
-        event, index = decoder.raw_decode(text, index)
-        events.append(event)
-        while index < len(text) and text[index].isspace():
-            index += 1
-    assert events[0] == {"type": "agent_start"}
-    assert events[-1]["type"] == "agent_end"
-    assert [m["role"] for m in events[-1]["messages"]] == [
-        "user",
-        "assistant",
-        "toolResult",
-        "toolResult",
-        "user",
-        "assistant",
-    ]
 
 
 def test_plugins_command_prints_json(monkeypatch):

@@ -66,9 +66,11 @@ class History:
             user = "   "
         self.messages.append(UserMessage(content=user, timestamp=self.stamp()))
         for _ in range(rng.randint(0, 2)):
-            thinking = [
-                ThinkingContent(thinking="hmm", thinking_signature=rng.choice([None, "sig"]))
-            ] if rng.random() < 0.4 else []
+            thinking = (
+                [ThinkingContent(thinking="hmm", thinking_signature=rng.choice([None, "sig"]))]
+                if rng.random() < 0.4
+                else []
+            )
             self.calls += 1
             call = ToolCall(id=f"call_{self.calls}", name=rng.choice(["read", "exec", "gone"]))
             self.messages.append(self.assistant([*thinking, call], stop="toolUse"))

@@ -1,0 +1,144 @@
+"""``openclaw-runtime chat``: an interactive loop on one session, answers streamed.
+
+Lines are prompts; ``/exit``, ``/new``, ``/compact``, ``/session`` and ``/help`` are commands.
+It reads stdin line by line, so it works the same typed or piped (``printf 'hi\\n/exit\\n' |
+openclaw-runtime chat``); the prompt marker is only shown on a terminal. One runtime serves the
+whole conversation, so its lanes, HTTP connections and auth ledger are shared by every turn.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import click
+
+from .._runtime import Runtime
+from ..config import RuntimeConfig
+from ._common import command_errors, load_config
+from .run import THINKING_LEVELS, TurnPrinter, model_options, report_failure, request_options
+from .run import session_options as _session_options
+from .sessions import describe_compaction
+
+__all__ = ["chat"]
+
+HELP = """commands:
+  /session   show the session id and where its transcript is written
+  /new       start a fresh session
+  /compact   summarize the session's older history now
+  /exit      leave (so does end of input)"""
+
+
+@dataclass
+class _Chat:
+    """The conversation's state between turns."""
+
+    session_id: str | None
+    session_key: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+    events: bool = False
+
+
+@click.command()
+@_session_options
+@model_options
+@click.option(
+    "--timeout", type=click.FloatRange(min=0), default=None, help="Seconds one attempt may take."
+)
+@click.option(
+    "--thinking", type=click.Choice(THINKING_LEVELS), default=None, help="Thinking level."
+)
+@click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@click.pass_context
+@command_errors
+def chat(
+    ctx: click.Context,
+    session_id: str | None,
+    session_key: str | None,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    thinking: str | None,
+    events: bool,
+) -> None:
+    """Chat on one session: type a message, get a streamed answer (/help for commands)."""
+    config, options = request_options(
+        load_config(ctx), model=model, provider=provider, base_url=base_url
+    )
+    options.update(timeout_s=timeout, thinking_level=thinking)
+    state = _Chat(session_id, session_key, options, events)
+    anyio.run(_loop, config, state)
+
+
+async def _loop(config: RuntimeConfig, state: _Chat) -> None:
+    interactive = sys.stdin.isatty()
+    async with Runtime(config) as runtime:
+        if state.session_id is None and state.session_key is not None:
+            state.session_id = runtime.session_index.lookup_id(state.session_key)
+        if state.session_id is None:
+            state.session_id = uuid.uuid4().hex
+        if interactive:
+            click.echo(f"session {state.session_id} · /help for commands, /exit to leave", err=True)
+        while True:
+            if interactive:
+                click.echo("› ", nl=False, err=True)
+            # a blocking read is fine: between turns nothing else runs on this loop
+            line = sys.stdin.readline()
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not await _command(runtime, state, text):
+                    break
+                continue
+            await _turn(runtime, state, text)
+
+
+async def _turn(runtime: Runtime, state: _Chat, prompt: str) -> None:
+    printer = TurnPrinter(events=state.events)
+    result = await runtime.run(
+        prompt,
+        on_event=printer,
+        session_id=state.session_id,
+        session_key=state.session_key,
+        **state.options,
+    )
+    printer.finish(result)
+    state.session_id = result.session_id
+    if not result.ok:
+        report_failure(result)
+
+
+async def _command(runtime: Runtime, state: _Chat, text: str) -> bool:
+    """Handle one slash command; False means leave the loop."""
+    name = text.split()[0].lower()
+    if name in ("/exit", "/quit"):
+        return False
+    session_id = state.session_id
+    assert session_id is not None
+    if name == "/help":
+        click.echo(HELP)
+    elif name == "/new":
+        state.session_id = uuid.uuid4().hex
+        click.echo(f"new session {state.session_id}")
+    elif name == "/session":
+        path = runtime.session_store.path_for(session_id)
+        key = state.session_key or runtime.session_index.lookup_key(session_id)
+        click.echo(f"session {session_id}" + (f" (key {key})" if key else ""))
+        written = "" if path.exists() else " (not written yet)"
+        click.echo(f"transcript: {path}{written}")
+    elif name == "/compact":
+        if not runtime.session_store.exists(session_id):
+            click.echo("nothing to compact yet: the session has no transcript")
+        else:
+            result = await runtime.compact_session(session_id, session_key=state.session_key)
+            click.echo(describe_compaction(result)[0])
+    else:
+        click.echo(f"unknown command {name} (try /help)", err=True)
+    return True

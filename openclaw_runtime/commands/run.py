@@ -1,0 +1,223 @@
+"""``openclaw-runtime run "prompt"``: one turn through ``Runtime.run``, streamed as it arrives.
+
+The answer goes to stdout (pipe-friendly); the decision timeline (``--events``), spinner and
+errors go to stderr. ``--json`` prints ``RunResult.to_dict()`` instead of streaming. Exit 0
+when the run is ok, 1 when it failed, 2 when the invocation or configuration is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar, get_args
+
+import anyio
+import click
+
+from .._runtime import Runtime
+from ..config import RuntimeConfig
+from ..events import Event
+from ..llm import ThinkingLevel
+from ..runner.request import RunResult
+from ._common import EXIT_FAILED, adhoc_model_config, command_errors, load_config, safe
+from .timeline import AnswerWriter, StatusSpinner, describe_event, text_delta
+
+__all__ = ["TurnPrinter", "model_options", "request_options", "run", "session_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
+
+
+def session_options(fn: F) -> F:
+    """``--session`` and ``--session-key``."""
+    fn = click.option(
+        "--session-key",
+        "session_key",
+        default=None,
+        help="Conversation key (e.g. telegram:4711); continues the session it points at.",
+    )(fn)
+    return click.option(
+        "--session", "session_id", default=None, help="Session id to continue (or create)."
+    )(fn)
+
+
+def model_options(fn: F) -> F:
+    """``--model``, ``--provider`` and ``--base-url`` (an ad-hoc OpenAI-compatible model)."""
+    fn = click.option(
+        "--base-url",
+        default=None,
+        help="An OpenAI-compatible endpoint (…/v1); defines an ad-hoc model with --model. "
+        "The key comes from the provider's env var (OPENAI_API_KEY...) or its auth profiles.",
+    )(fn)
+    fn = click.option(
+        "--provider", default=None, help="Provider of --model (default with --base-url: openai)."
+    )(fn)
+    return click.option(
+        "--model", default=None, help="Model: provider/id, alias or id (default: [agent] model)."
+    )(fn)
+
+
+def request_options(
+    config: RuntimeConfig, *, model: str | None, provider: str | None, base_url: str | None
+) -> tuple[RuntimeConfig, dict[str, Any]]:
+    """The config to run with and the model fields of the ``RunRequest``."""
+    if base_url:
+        config, ref = adhoc_model_config(config, base_url=base_url, model=model, provider=provider)
+        return config, {"model": ref}
+    return config, {"model": model, "provider": provider}
+
+
+class TurnPrinter:
+    """The ``on_event`` of one CLI turn: answer deltas to stdout, the timeline (``events``)
+    to stderr, a spinner while nothing visible happens."""
+
+    def __init__(self, *, stream_answer: bool = True, events: bool = False, spinner: bool = True):
+        self.stream_answer = stream_answer
+        self.events = events
+        self.answer = AnswerWriter(lambda: sys.stdout)
+        self.spinner = StatusSpinner(enabled=None if spinner else False)
+
+    def __call__(self, event: Event) -> None:
+        delta = text_delta(event)
+        if delta is not None:
+            if self.stream_answer:
+                self.spinner.hide()
+                self.answer.write(delta)
+            return
+        self._track_progress(event)
+        if self.events:
+            line = describe_event(event)
+            if line is not None:
+                self._line(line)
+
+    def _track_progress(self, event: Event) -> None:
+        kind = event.type
+        if kind == "attempt_start":
+            if self.answer.written and not self.answer.at_line_start:
+                self.answer.end_line()  # a retry after partial text starts on its own line
+            target = f"{getattr(event, 'provider', '')}/{getattr(event, 'model', '')}"
+            self._show(f"waiting for {target}…")
+        elif kind == "tool_execution_start":
+            self._show(f"running {getattr(event, 'tool_name', 'a tool')}…")
+        elif kind == "tool_execution_end":
+            self._show("waiting for the model…")
+        elif kind == "compaction_start":
+            self._show("compacting the session…")
+        elif kind == "retry_scheduled":
+            delay = getattr(event, "delay_ms", 0) or 0
+            self._show(f"retrying in {delay / 1000:.1f} s…")
+        elif kind in ("compaction_end", "run_end"):
+            self.spinner.hide()
+
+    def _same_terminal(self) -> bool:
+        return sys.stdout.isatty() and sys.stderr.isatty()
+
+    def _show(self, label: str) -> None:
+        # the spinner redraws its own line: on a shared terminal, never the answer's
+        if self.spinner.enabled and self._same_terminal():
+            self.answer.end_line()
+        self.spinner.show(label)
+
+    def _line(self, line: str) -> None:
+        if self._same_terminal():
+            self.answer.end_line()  # never split an answer line
+        label = self.spinner.hide_for_line()
+        click.echo(line, err=True)
+        if label is not None:
+            self.spinner.show(label)
+
+    def finish(self, result: RunResult) -> None:
+        """End the streamed answer (or print the reply when nothing was streamed)."""
+        self.spinner.hide()
+        if self.stream_answer and not self.answer.written and result.ok and result.text:
+            self.answer.write(result.text)
+        if self.stream_answer:
+            self.answer.end_line()
+
+
+def report_failure(result: RunResult) -> None:
+    """The error payload and one ``error:`` line on stderr (secrets masked)."""
+    for payload in result.payloads:
+        if payload.is_error and payload.text:
+            click.echo(safe(payload.text), err=True)
+    error = result.error
+    if error is not None:
+        reason = f", {error.reason}" if error.reason else ""
+        click.echo(f"error: the run failed ({error.kind}{reason}): {safe(error.message)}", err=True)
+    else:
+        outcome = result.outcome
+        message = outcome.error or "the run did not complete"
+        click.echo(f"error: the run failed ({outcome.reason}): {safe(message)}", err=True)
+
+
+async def run_turn(
+    config: RuntimeConfig, prompt: str, options: dict[str, Any], printer: TurnPrinter
+) -> RunResult:
+    """One ``Runtime.run`` on a runtime that lives for this turn only."""
+    async with Runtime(config) as runtime:
+        result: RunResult = await runtime.run(prompt, on_event=printer, **options)
+        return result
+
+
+@click.command()
+@click.argument("prompt")
+@session_options
+@model_options
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds one attempt may take (0: no limit; default [agent] timeout_seconds).",
+)
+@click.option(
+    "--thinking", type=click.Choice(THINKING_LEVELS), default=None, help="Thinking level."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
+@click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@click.pass_context
+@command_errors
+def run(
+    ctx: click.Context,
+    prompt: str,
+    session_id: str | None,
+    session_key: str | None,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    timeout: float | None,
+    thinking: str | None,
+    as_json: bool,
+    events: bool,
+) -> None:
+    """Run one turn and stream the answer (PROMPT "-" reads it from stdin).
+
+    \b
+    openclaw-runtime run "Hello"
+    openclaw-runtime run --session-key me --events "What did I just say?"
+    OPENAI_API_KEY=... openclaw-runtime run --base-url https://api.openai.com/v1 \\
+        --model gpt-4o-mini "Hello"
+    """
+    if prompt == "-":
+        prompt = sys.stdin.read().rstrip("\n")
+    if not prompt.strip():
+        raise click.BadParameter("the prompt is empty", param_hint="'PROMPT'")
+    config, options = request_options(
+        load_config(ctx), model=model, provider=provider, base_url=base_url
+    )
+    options.update(
+        session_id=session_id,
+        session_key=session_key,
+        timeout_s=timeout,
+        thinking_level=thinking,
+    )
+    printer = TurnPrinter(stream_answer=not as_json, events=events, spinner=not as_json)
+    result = anyio.run(run_turn, config, prompt, options, printer)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        printer.finish(result)
+    if not result.ok:
+        if not as_json:
+            report_failure(result)
+        sys.exit(EXIT_FAILED)
