@@ -355,6 +355,9 @@ class Runtime:
         #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
         self.max_open_sessions = 128
         self._maintenance: dict[str, Any] = {}
+        #: Context limits providers stated in overflow errors (``provider/model`` → tokens),
+        #: so later runs plan with them instead of paying one failed request each.
+        self.learned_context_windows: dict[str, int] = {}
         #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
         self.retry_backoff_scale = 1.0
         self._repaired: dict[str, tuple[StreamFn, StreamFn]] = {}

@@ -777,3 +777,48 @@ async def test_open_sessions_see_turns_written_by_another_runtime(
     assert sent == ["from the first worker", "from the second worker", "and back"]
     roles = [m.role for m in await branch_messages(first, "shared")]
     assert roles == ["user", "assistant"] * 3
+
+
+async def test_a_stated_context_limit_is_remembered_by_later_runs(
+    tmp_path: Path, make_runtime: Any
+) -> None:
+    with FaultInjectingOpenAIServer(models={"main": 3_000}, keys=KEYS) as server:
+        runtime = make_runtime(server)
+        await seed_history(runtime, "s-learn", turns=6, size=1_200)
+        first = await runtime.run("first", session_id="s-learn")
+        assert first.ok and runtime.learned_context_windows == {"mock/main": 3_000}
+        await seed_history(runtime, "s-learn-2", turns=6, size=1_200)
+        served = len(server.requests)
+        recorder = Recorder()
+        second = await runtime.run("second", session_id="s-learn-2", on_event=recorder)
+        assert second.ok
+        # planned with 3 000 from the start: compacted before sending, no failed request
+        assert [r.outcome for r in server.requests[served:]].count("overflow") == 0
+        assert [s.trigger for s in recorder.of("compaction_start")] == ["preemptive"]
+
+
+async def test_fallback_after_a_tool_ran_continues_instead_of_rerunning_it(
+    tmp_path: Path, server: Any, make_runtime: Any
+) -> None:
+    calls: list[str] = []
+
+    @tool
+    async def book_table(city: str) -> str:
+        """Book a table (a side effect)."""
+        calls.append(city)
+        # from now on the primary is down: its next call (the final answer) fails
+        server.inject(Fault(kind="overloaded", model="main", times=5))
+        return f"booked in {city}"
+
+    runtime = make_runtime(server, keys=("key-a",), fallbacks=("backup/mini",))
+    recorder = Recorder()
+    result = await runtime.run(
+        "book_table in Lisbon please", tools=[book_table], on_event=recorder
+    )
+    assert result.ok and result.model == "mini", result.error
+    assert calls == ["Lisbon"]
+    assert [r.model for r in server.requests] == ["main", "main", "mini"]
+    assert [s.mode for s in recorder.of("attempt_start")] == ["prompt", "continue"]
+    assert "booked in Lisbon" in result.text
+    roles = [m.role for m in await branch_messages(runtime, result.session_id)]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]

@@ -158,6 +158,9 @@ class ModelAttemptLoop:
                 ContextWindowWarning(model.provider, model.id, guard.tokens, guard.source)
             )
         self.window = guard.tokens
+        learned = runtime.learned_context_windows.get(model.ref)
+        if learned is not None and learned < self.window:
+            self.window = learned  # a limit this model's provider stated in an earlier run
         self.reserve = max(
             1, min(DEFAULT_RESERVE_TOKENS, model.max_tokens or DEFAULT_RESERVE_TOKENS)
         )
@@ -408,6 +411,7 @@ class ModelAttemptLoop:
             )
             self.window = stated
             self.reserve = min(self.reserve, max(1, stated // 4))
+            self.run.runtime.learned_context_windows[self.model.ref] = stated
         step = await self._walk_overflow_chain(attempt_no, outcome)
         if step == "retry":
             return RETRY
