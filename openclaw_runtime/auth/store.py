@@ -610,6 +610,7 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
         self.path = Path(path).expanduser()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
+        self._loaded: tuple[tuple[int, int, int], AuthProfileStoreState] | None = None
         self._configured = _profiles_by_id(profiles)
 
     def __repr__(self) -> str:
@@ -696,7 +697,22 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
     # async API ---------------------------------------------------------------------------------
 
     async def load(self) -> AuthProfileStoreState:
-        return await anyio.to_thread.run_sync(self.load_sync)
+        # the file is only ever replaced whole, so (inode, size, mtime) identifies a version:
+        # an unchanged file is not read again (every run loads the ledger at least once)
+        try:
+            stat = os.stat(self.path)
+            marker: tuple[int, int, int] | None = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        except FileNotFoundError:
+            marker = (0, 0, 0)
+        except OSError:
+            marker = None
+        cached = self._loaded
+        if marker is not None and cached is not None and cached[0] == marker:
+            return cached[1]
+        state = await anyio.to_thread.run_sync(self.load_sync)
+        if marker is not None:
+            self._loaded = (marker, state)
+        return state
 
     async def update(self, fn: UpdateFn) -> AuthProfileStoreState:
         return await anyio.to_thread.run_sync(self.update_sync, fn)

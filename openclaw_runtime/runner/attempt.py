@@ -27,7 +27,9 @@ from ..agent.tools import AgentTool
 from ..agent.types import AgentContext, AgentLoopConfig, TurnContext
 from ..context import (
     MidTurnPrecheckOptions,
+    estimate_llm_boundary_token_pressure,
     install_tool_result_context_guard,
+    resolve_prompt_budget,
     should_preemptively_compact_before_prompt,
 )
 from ..context.engine import AfterTurnParams, AssembleParams
@@ -217,6 +219,14 @@ async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[
     if not spec.precheck or spec.plan.mode != "prompt":
         return messages
     prompt_text = spec.plan.prompt or ""
+    # the common case, cheaply: the estimate (memoized per message) fits the budget
+    estimate = estimate_llm_boundary_token_pressure(
+        messages, system_prompt=spec.system_prompt, prompt=prompt_text
+    )
+    budget, _reserve = resolve_prompt_budget(spec.context_window, spec.reserve_tokens)
+    if estimate <= budget:
+        outcome.prompt_tokens = estimate
+        return messages
     decision = should_preemptively_compact_before_prompt(
         messages=messages,
         context_token_budget=spec.context_window,

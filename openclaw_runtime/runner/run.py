@@ -88,6 +88,7 @@ from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payload
 from .request import RunErrorInfo, RunRequest, RunResult
 from .session_ops import set_aside_failed_tail
 from .steering import (
+    JsonFileSteeringStore,
     SteeringLease,
     ack_leased_agent_steering_items,
     lease_pending_agent_steering_items,
@@ -145,6 +146,7 @@ class _Run:
         self.api_keys: dict[str, str] = {}
         self.base_prompt = request.prompt
         self.start_leaf_id: str | None = None
+        self._last_beat = 0.0
         self._emit_faults = 0
 
     # events -------------------------------------------------------------------------------
@@ -166,6 +168,12 @@ class _Run:
             self.hooks.on_agent_event(event, self.session_id)
 
     def heartbeat(self) -> None:
+        """Progress: push the lanes' deadlines out (at most every half second — every
+        streamed token calls this, and moving a deadline reschedules a timer)."""
+        now = time.monotonic()
+        if now - self._last_beat < 0.5:
+            return
+        self._last_beat = now
         for beat in self.heartbeats:
             beat()
 
@@ -355,6 +363,8 @@ class _Run:
         """Lease the sub-agent results waiting for this session; they lead the prompt as
         data (never as instructions) and are acked only if the turn succeeds."""
         store = self.runtime.steering_store
+        if isinstance(store, JsonFileSteeringStore) and not store.path.exists():
+            return None  # nothing was ever queued: no lock, no read
         requester = self.session_key or self.session_id
         lease = await lease_pending_agent_steering_items(store, requester, time.time() * 1000)
         if lease is not None:

@@ -250,14 +250,17 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(path: Path, content: bytes, mode: int | None, tag: str) -> Path:
+def _write_temp(
+    path: Path, content: bytes, mode: int | None, tag: str, *, fsync: bool = True
+) -> Path:
     temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
     try:
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -286,19 +289,22 @@ def atomic_write(path: str | Path, content: bytes, *, tag: str = "rewrite") -> N
     _fsync_dir(target.parent)
 
 
-def create_exclusive(path: str | Path, content: bytes) -> None:
+def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> None:
     """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists.
 
     The file is written aside and hard-linked into place, so it never exists half-written.
+    ``fsync=False`` skips flushing it (and its directory) to disk, for stores that do not
+    promise durability.
     """
     target = Path(path)
-    temp = _write_temp(target, content, None, "create")
+    temp = _write_temp(target, content, None, "create", fsync=fsync)
     try:
         os.link(temp, target)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-    _fsync_dir(target.parent)
+    if fsync:
+        _fsync_dir(target.parent)
 
 
 _held = threading.local()

@@ -50,6 +50,7 @@ from .incremental import IncrementalSanitizer
 from .jsonl import (
     DEFAULT_LOCK_TIMEOUT,
     Durability,
+    SessionLockTimeout,
     append_bytes,
     atomic_write,
     create_exclusive,
@@ -426,7 +427,7 @@ class SessionManager:
         content = encode_record(header)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            create_exclusive(target, content)
+            create_exclusive(target, content, fsync=durability != "none")
         except FileExistsError:
             raise TranscriptError(f"session file {target.name} already exists") from None
         stat = os.stat(target)
@@ -924,8 +925,8 @@ class SessionManager:
             payload = b"".join(self._pending)
             self._pending.clear()
 
-            def write() -> _Tree | None:
-                with session_lock(self.path, timeout=self.lock_timeout):
+            def write(timeout: float) -> _Tree | None:
+                with session_lock(self.path, timeout=timeout):
                     external = self._read_external_changes()
                     prefix = b"\n" if external.torn_tail else b""
                     size = append_bytes(self.path, prefix + payload, fsync=False)
@@ -941,7 +942,12 @@ class SessionManager:
                     self._file_state = state
                     return tree
 
-            tree = await anyio.to_thread.run_sync(write)
+            try:
+                # usually nobody else holds the lock: append right here (a small write)
+                # instead of paying a worker-thread hop at every turn end
+                tree = write(0)
+            except SessionLockTimeout:
+                tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
             if tree is not None:
                 tree.repair_pointers()
                 self._tree = tree
