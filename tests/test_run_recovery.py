@@ -19,6 +19,7 @@ from openclaw_runtime._markers import hookimpl
 from openclaw_runtime._types import RunBlock
 from openclaw_runtime.abort import AbortController
 from openclaw_runtime.agent import tool
+from openclaw_runtime.context.engine import ContextEngineInfo
 from openclaw_runtime.events import Event
 from openclaw_runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
 from openclaw_runtime.runner.retry_instructions import (
@@ -812,9 +813,7 @@ async def test_fallback_after_a_tool_ran_continues_instead_of_rerunning_it(
 
     runtime = make_runtime(server, keys=("key-a",), fallbacks=("backup/mini",))
     recorder = Recorder()
-    result = await runtime.run(
-        "book_table in Lisbon please", tools=[book_table], on_event=recorder
-    )
+    result = await runtime.run("book_table in Lisbon please", tools=[book_table], on_event=recorder)
     assert result.ok and result.model == "mini", result.error
     assert calls == ["Lisbon"]
     assert [r.model for r in server.requests] == ["main", "main", "mini"]
@@ -822,3 +821,60 @@ async def test_fallback_after_a_tool_ran_continues_instead_of_rerunning_it(
     assert "booked in Lisbon" in result.text
     roles = [m.role for m in await branch_messages(runtime, result.session_id)]
     assert roles == ["user", "assistant", "toolResult", "assistant"]
+
+
+# --------------------------------------------------------------------------- broken plugins
+
+
+class BrokenEngine:
+    """A context engine that raises in every method."""
+
+    info = ContextEngineInfo(id="broken", name="Broken", owns_compaction=True)
+
+    async def ingest(self, params: Any) -> Any:
+        raise RuntimeError("ingest exploded")
+
+    async def assemble(self, params: Any) -> Any:
+        raise KeyError("index missing")
+
+    async def after_turn(self, params: Any) -> None:
+        raise RuntimeError("after_turn exploded")
+
+    async def compact(self, params: Any) -> Any:
+        raise RuntimeError("compact exploded")
+
+
+class BrokenEnginePlugin:
+    @hookimpl
+    def register_context_engines(self, register: Any) -> None:
+        register("broken", BrokenEngine)
+
+    @hookimpl
+    def on_agent_event(self, event: Any, session_id: Any) -> None:
+        raise RuntimeError("observer exploded")
+
+
+async def test_a_context_engine_that_raises_everywhere_never_fails_a_run(
+    tmp_path: Path, make_runtime: Any
+) -> None:
+    with FaultInjectingOpenAIServer(models={"main": 3_000}, keys=KEYS) as server:
+        runtime = make_runtime(server, plugins=(BrokenEnginePlugin(),))
+        runtime.config.context_engine = "broken"
+        await seed_history(runtime, "s-broken", turns=6, size=1_200)
+        recorder = Recorder()
+        # assemble raises, after_turn raises, and the overflow's compaction goes through the
+        # broken engine too: the quarantine falls back to the legacy engine each time
+        result = await runtime.run(
+            "get_weather for Paris", session_id="s-broken", tools=[get_weather], on_event=recorder
+        )
+        assert result.ok, result.error
+        assert "Sunny, 21 C in" in result.text
+        assert [e.compacted for e in recorder.of("compaction_end")] == [True]
+        quarantined = {q.operation for q in runtime.context_engines.list_quarantines()}
+        assert "assemble" in quarantined
+        engine = await runtime.resolve_context_engine()
+        assert engine.info.id == "legacy"  # info reflects the fallback
+        faults = {f.hook for f in runtime.hooks.faults}
+        assert "on_agent_event" in faults  # a raising observer is recorded, not fatal
+        runtime.context_engines.clear_quarantine()
+        assert runtime.context_engines.list_quarantines() == []
