@@ -49,6 +49,7 @@ __all__ = [
     "build_summary_prompt",
     "compact_session_direct",
     "find_compaction_cut",
+    "messages_with_entries",
     "serialize_conversation",
     "split_for_summary",
 ]
@@ -236,7 +237,7 @@ async def compact_session_direct(
     summarizer with the same small window as the model can still compact it).
     """
     branch = session.get_branch()
-    pairs = _messages_with_entries(session, branch)
+    pairs = messages_with_entries(session, branch)
     messages = [message for _, message in pairs]
     tokens_before = current_token_count or estimate_llm_boundary_token_pressure(messages)
     if not force and token_budget is not None and tokens_before <= token_budget:
@@ -306,7 +307,7 @@ async def compact_session_direct(
     )
 
 
-def _messages_with_entries(
+def messages_with_entries(
     session: Any, branch: list[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], Any]]:
     """(entry, message) for every message of the current context, in order.

@@ -22,11 +22,12 @@ from ..context.compaction import (
     DEFAULT_SUMMARY_MAX_TOKENS,
     SummaryModel,
     compact_session_direct,
+    messages_with_entries,
 )
 from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeContext
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
-from ..transcript.store import SessionManager, build_session_context, entry_message
+from ..transcript.store import SessionManager, entry_message
 
 __all__ = [
     "TruncationOutcome",
@@ -40,16 +41,7 @@ __all__ = [
 
 def branch_messages_with_entries(session: SessionManager) -> list[tuple[dict[str, Any], Any]]:
     """(entry, message) for every message of the active context, in order."""
-    pairs: list[tuple[dict[str, Any], Any]] = []
-
-    def message_of(entry: Any) -> Any:
-        message = entry_message(entry)
-        if message is not None:
-            pairs.append((entry, message))
-        return message
-
-    build_session_context(session.get_branch(), message_of=message_of)
-    return pairs
+    return messages_with_entries(session, session.get_branch())
 
 
 async def compact_with_engine(
