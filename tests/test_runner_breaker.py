@@ -136,10 +136,10 @@ def test_breaker_message_is_seed_001_text():
     )
 
 
-def test_policy_hub_reexports_every_public_policy_name():
+def test_runner_package_reexports_every_public_policy_name():
     import importlib
 
-    from openclaw_runtime.runner import policy
+    from openclaw_runtime import runner as policy
 
     modules = [
         "breaker",
@@ -157,4 +157,4 @@ def test_policy_hub_reexports_every_public_policy_name():
         for public in module.__all__:
             assert getattr(policy, public) is getattr(module, public), public
         expected.update(module.__all__)
-    assert set(policy.__all__) == expected
+    assert expected <= set(policy.__all__)
