@@ -1,29 +1,14 @@
-"""What of a transcript Gemini may see again (OpenClaw's replay transform).
-
-* failed turns (``error``/``aborted``) are dropped, or replaced by a marker when they showed
-  text, so the user message before them does not look unanswered;
-* thinking from another provider/model becomes plain text; tool calls from elsewhere lose
-  their thought signatures;
-* a tool call without a result gets a synthetic ``No result provided`` error result, results
-  that answer no call of the turn before them (or repeat one) are dropped;
-* images become a note for text-only models.
-"""
+"""Gemini replays history through the shared transform (``openclaw_runtime.providers.replay``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from openclaw_runtime.llm import Model
-from openclaw_runtime.messages import (
-    AssistantMessage,
-    ImageContent,
-    Message,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
+from openclaw_runtime.providers.replay import (
+    FAILED_ASSISTANT_REPLAY_TEXT,
+    MISSING_TOOL_RESULT_TEXT,
+    STREAM_ERROR_FALLBACK_TEXT,
+    TOOL_IMAGE_OMITTED_TEXT,
+    USER_IMAGE_OMITTED_TEXT,
+    prepare_replay_messages,
 )
 
 __all__ = [
@@ -34,131 +19,3 @@ __all__ = [
     "USER_IMAGE_OMITTED_TEXT",
     "prepare_replay_messages",
 ]
-
-FAILED_ASSISTANT_REPLAY_TEXT = (
-    "[This turn failed before it completed. "
-    "Do not redo its work without confirming with the user first.]"
-)
-STREAM_ERROR_FALLBACK_TEXT = "[assistant turn failed before producing content]"
-MISSING_TOOL_RESULT_TEXT = "No result provided"
-USER_IMAGE_OMITTED_TEXT = "(image omitted: model does not support images)"
-TOOL_IMAGE_OMITTED_TEXT = "(tool image omitted: model does not support images)"
-
-
-def _same_route(message: AssistantMessage, model: Model) -> bool:
-    return (
-        message.provider == model.provider
-        and message.api == model.api
-        and message.model == model.id
-    )
-
-
-def _replay_content(message: AssistantMessage, model: Model) -> list[Any]:
-    same = _same_route(message, model)
-    content: list[Any] = []
-    for block in message.content:
-        if isinstance(block, ThinkingContent):
-            if block.redacted:
-                if same:
-                    content.append(block)
-                continue
-            if same and block.thinking_signature:
-                content.append(block)
-            elif block.thinking.strip():
-                content.append(block if same else TextContent(text=block.thinking))
-        elif isinstance(block, TextContent):
-            content.append(block if same else TextContent(text=block.text))
-        elif isinstance(block, ToolCall):
-            call_id = block.id.strip()
-            if same:
-                content.append(
-                    block if call_id == block.id else block.model_copy(update={"id": call_id})
-                )
-            else:
-                content.append(ToolCall(id=call_id, name=block.name, arguments=block.arguments))
-    return content
-
-
-def _failed_replay(message: AssistantMessage, content: list[Any]) -> str:
-    if message.stop_reason not in ("error", "aborted"):
-        return "keep"
-    if any(isinstance(block, ToolCall) for block in content):
-        return "drop"
-    for block in content:
-        if isinstance(block, TextContent):
-            text = block.text.strip()
-            if text and text != STREAM_ERROR_FALLBACK_TEXT:
-                return "marker"
-    return "drop"
-
-
-def _without_images(content: list[Any], placeholder: str) -> list[Any]:
-    out: list[Any] = []
-    for block in content:
-        if not isinstance(block, ImageContent):
-            out.append(block)
-            continue
-        previous = out[-1] if out else None
-        if block.data and not (isinstance(previous, TextContent) and previous.text == placeholder):
-            out.append(TextContent(text=placeholder))
-    return out
-
-
-def prepare_replay_messages(messages: Sequence[Message], model: Model) -> list[Message]:
-    """The transcript as this model may see it: failed turns dropped or marked, foreign
-    thinking as text, missing results synthesized, orphan results dropped (never mutates)."""
-    images_ok = "image" in model.input
-    result: list[Message] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
-    open_ids: set[str] = set()
-
-    def flush() -> None:
-        nonlocal pending, answered
-        for call in pending:
-            if call.id not in answered:
-                result.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=[TextContent(text=MISSING_TOOL_RESULT_TEXT)],
-                        is_error=True,
-                    )
-                )
-        pending = []
-        answered = set()
-
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            content = _replay_content(message, model)
-            flush()
-            open_ids = set()
-            decision = _failed_replay(message, content)
-            if decision == "drop":
-                continue
-            if decision == "marker":
-                content = [TextContent(text=FAILED_ASSISTANT_REPLAY_TEXT)]
-            result.append(message.model_copy(update={"content": content}))
-            pending = [b for b in content if isinstance(b, ToolCall)]
-            open_ids = {call.id for call in pending}
-        elif isinstance(message, ToolResultMessage):
-            call_id = message.tool_call_id.strip()
-            if call_id not in open_ids or call_id in answered:
-                continue
-            content = list(message.content)
-            if not images_ok:
-                content = _without_images(content, TOOL_IMAGE_OMITTED_TEXT)
-            answered.add(call_id)
-            result.append(message.model_copy(update={"tool_call_id": call_id, "content": content}))
-        elif isinstance(message, UserMessage):
-            flush()
-            open_ids = set()
-            if not images_ok and not isinstance(message.content, str):
-                message = message.model_copy(
-                    update={
-                        "content": _without_images(list(message.content), USER_IMAGE_OMITTED_TEXT)
-                    }
-                )
-            result.append(message)
-    flush()
-    return result
