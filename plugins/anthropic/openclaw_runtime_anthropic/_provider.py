@@ -2,38 +2,18 @@
 
 ``POST {base_url}/v1/messages`` with ``stream: true``, headers ``x-api-key``,
 ``anthropic-version: 2023-06-01`` and ``anthropic-beta`` where needed. The request body is
-built by ``_request`` and the SSE response decoded by ``_stream``; this module only wires HTTP:
-keys, timeouts, abort, the error body of a non-2xx answer. ``stream_fn`` never raises — every
-failure ends the stream as an ``error`` (or ``aborted``) assistant message with its facts.
+built by ``_request`` and the SSE response decoded by ``_stream``; the HTTP side (keys,
+timeouts, abort, the error body of a non-2xx answer) is the shared
+``DecodedStreamProvider``. ``stream_fn`` never raises — every failure ends the stream as an
+``error`` (or ``aborted``) assistant message with its facts.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
 from typing import Any
 
-import httpx
-import orjson
-
-from openclaw_runtime.events import AssistantMessageEvent, AssistantMessageEventStream
 from openclaw_runtime.llm import Context, Model, StreamOptions
-from openclaw_runtime.providers.builder import MessageBuilder
-from openclaw_runtime.providers.errors import (
-    ProviderFailure,
-    failure_from_exception,
-    failure_from_http,
-)
-from openclaw_runtime.providers.http import (
-    Aborted,
-    HTTPClientPool,
-    IdleTimeout,
-    Timeouts,
-    guarded,
-    read_body_capped,
-    stream_chunks,
-)
-from openclaw_runtime.providers.keys import is_local_base_url, resolve_env_api_key
+from openclaw_runtime.providers.decoded import ABORTED_ERROR, DecodedStreamProvider
 
 from ._request import (
     ANTHROPIC_MESSAGES_API,
@@ -46,8 +26,6 @@ from ._stream import AnthropicStreamDecoder
 
 __all__ = ["ABORTED_ERROR", "AnthropicProvider", "messages_url"]
 
-ABORTED_ERROR = "Request was aborted"
-
 
 def messages_url(base_url: str) -> str:
     """``{base}/v1/messages``; a base that already ends in ``/v1`` is not doubled."""
@@ -55,152 +33,41 @@ def messages_url(base_url: str) -> str:
     return base + ("/messages" if base.endswith("/v1") else "/v1/messages")
 
 
-class AnthropicProvider:
+class AnthropicProvider(DecodedStreamProvider):
     """The ``anthropic-messages`` API. One instance serves any number of models."""
 
     api = ANTHROPIC_MESSAGES_API
-
-    def __init__(
-        self,
-        *,
-        timeouts: Timeouts | None = None,
-        pool: HTTPClientPool | None = None,
-        env: Mapping[str, str] | None = None,
-        drain_timeout: float = 1.0,
-    ) -> None:
-        self.timeouts = timeouts or Timeouts()
-        self.drain_timeout = drain_timeout
-        self.pool = pool or HTTPClientPool(follow_redirects=False)
-        self.env = env
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(timeouts={self.timeouts!r})"
-
-    def stream_fn(
-        self, model: Model, context: Context, options: StreamOptions
-    ) -> AssistantMessageEventStream:
-        """Stream one response; never raises — failures end the stream as ``error``."""
-        return AssistantMessageEventStream(self._events(model, context, options))
-
-    __call__ = stream_fn
-
-    async def aclose(self) -> None:
-        """Close this event loop's HTTP client."""
-        await self.pool.aclose()
+    require_http_url = True
 
     def url(self, model: Model) -> str:
         """Where requests for ``model`` go."""
         return messages_url(model.base_url)
 
-    def headers(
+    def auth_headers(
         self, model: Model, context: Context, options: StreamOptions, api_key: str | None
     ) -> dict[str, str]:
-        """Request headers; the key travels only here."""
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            "anthropic-version": ANTHROPIC_VERSION,
-        }
+        """``anthropic-version``, the key as ``x-api-key``, ``anthropic-beta`` if needed."""
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
         beta = build_beta_header(model, context, options)
         if beta:
             headers["anthropic-beta"] = beta
-        if model.headers:
-            headers.update(model.headers)
-        if options.headers:
-            headers.update(options.headers)
         return headers
+
+    def build_body(self, model: Model, context: Context, options: StreamOptions) -> Any:
+        """The Messages request body."""
+        return build_request_body(model, context, options, env=self.env)
 
     def require_message_stop(self, model: Model) -> bool:
         """A stream counts as complete only with ``message_stop`` unless the model opts out."""
         value = (model.compat or {}).get("require_message_stop")
         return value if isinstance(value, bool) else True
 
-    async def _events(
-        self, model: Model, context: Context, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        decoder = AnthropicStreamDecoder(
-            model, require_message_stop=self.require_message_stop(model)
-        )
-        builder = decoder.builder
-        signal = options.signal
-        timeouts = Timeouts.from_options(options, self.timeouts)
-        out: list[AssistantMessageEvent] = []
-        url = self.url(model)
-        api_key = options.api_key or resolve_env_api_key(model.provider, self.env)
-        if not url.startswith(("http://", "https://")):
-            failure = ProviderFailure(f"No base URL configured for provider: {model.provider}")
-            for event in _failed(builder, failure):
-                yield event
-            return
-        if not api_key and not is_local_base_url(url):
-            failure = ProviderFailure(f"No API key found for provider: {model.provider}")
-            for event in _failed(builder, failure):
-                yield event
-            return
-        try:
-            body: Any = build_request_body(model, context, options, env=self.env)
-            if options.on_payload is not None:
-                replaced = options.on_payload(body, model)
-                if replaced is not None:
-                    body = replaced
-            request = self.pool.stream(
-                "POST",
-                url,
-                content=orjson.dumps(body),
-                headers=self.headers(model, context, options, api_key),
-                timeout=timeouts.httpx(),
-            )
-            response = await guarded(request.__aenter__, signal, None)
-        except Aborted:
-            for event in _failed(builder, ProviderFailure(ABORTED_ERROR, aborted=True)):
-                yield event
-            return
-        except Exception as exc:
-            failure = failure_from_exception(exc, idle_timeout=timeouts.idle)
-            for event in _failed(builder, failure):
-                yield event
-            return
-        try:
-            if options.on_response is not None:
-                options.on_response(
-                    {"status": response.status_code, "headers": dict(response.headers)}, model
-                )
-            if response.status_code >= 400:
-                raw = await read_body_capped(response, signal, timeouts.idle)
-                builder.fail(failure_from_http(response.status_code, response.headers, raw), out)
-            else:
-                source: Any = stream_chunks(
-                    response,
-                    signal,
-                    timeouts.idle,
-                    complete=lambda: decoder.saw_message_stop,
-                    drain_s=self.drain_timeout,
-                )
-                async with aclosing(source) as chunks:
-                    async for chunk in chunks:
-                        decoder.feed(chunk, out)
-                        if out:
-                            for event in out:
-                                yield event
-                            out.clear()
-                        if decoder.failure is not None:
-                            break
-                decoder.close(out)
-        except Aborted:
-            builder.fail(ProviderFailure(ABORTED_ERROR, aborted=True), out)
-        except (IdleTimeout, httpx.HTTPError) as exc:
-            builder.fail(failure_from_exception(exc, idle_timeout=timeouts.idle), out)
-        except Exception as exc:
-            builder.fail(ProviderFailure(f"{type(exc).__name__}: {exc}"), out)
-        finally:
-            await request.__aexit__(None, None, None)
-        for event in out:
-            yield event
+    def new_decoder(self, model: Model) -> AnthropicStreamDecoder:
+        """A decoder for one Messages stream."""
+        return AnthropicStreamDecoder(model, require_message_stop=self.require_message_stop(model))
 
-
-def _failed(builder: MessageBuilder, failure: ProviderFailure) -> list[AssistantMessageEvent]:
-    out: list[AssistantMessageEvent] = []
-    builder.fail(failure, out)
-    return out
+    def is_complete(self, decoder: Any) -> bool:
+        """``message_stop`` was seen."""
+        return bool(decoder.saw_message_stop)
