@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..failover.result_classifier import SILENT_REPLY_TOKEN, is_silent_reply_payload_text
 from ..messages import AssistantMessage, Cost, TextContent, ThinkingContent, Usage
 from .failure_signal import ToolErrorSummary, is_exec_like_tool_name
 
@@ -58,7 +59,6 @@ __all__ = [
     "parse_reply_directives",
 ]
 
-SILENT_REPLY_TOKEN: Final = "NO_REPLY"
 HEARTBEAT_TOKEN: Final = "HEARTBEAT_OK"
 #: OpenClaw's user-facing text when a model call failed and nothing more specific applies.
 GENERIC_ASSISTANT_ERROR_TEXT: Final = "LLM request failed."
@@ -118,25 +118,6 @@ def _opt_str(value: object) -> str | None:
 def is_silent_reply_text(text: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
     """Exactly the token, whitespace aside: a reply that merely *ends* in it is not silent."""
     return bool(text) and (text or "").strip() == token
-
-
-def is_silent_reply_payload_text(text: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
-    """The bare token, or the single-key JSON envelope ``{"action": "<token>"}``."""
-    if is_silent_reply_text(text, token):
-        return True
-    trimmed = (text or "").strip()
-    if not (trimmed.startswith("{") and trimmed.endswith("}") and token in trimmed):
-        return False
-    try:
-        parsed = json.loads(trimmed)
-    except ValueError:
-        return False
-    return (
-        isinstance(parsed, dict)
-        and list(parsed) == ["action"]
-        and isinstance(parsed["action"], str)
-        and parsed["action"].strip() == token
-    )
 
 
 # --------------------------------------------------------------------------- reply directives
