@@ -14,13 +14,11 @@ machine share one ledger and lose no update. Its blocking I/O runs in a worker t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
@@ -31,6 +29,7 @@ import filelock
 import orjson
 
 from .._exceptions import ConfigurationError, OpenClawRuntimeError
+from .._files import atomic_write
 from .cooldown import (
     DEFAULT_AUTH_COOLDOWN_POLICY,
     AuthCooldownPolicy,
@@ -644,27 +643,12 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
 
     def _write_document(self, document: Mapping[str, Any]) -> None:
         payload = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, payload)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, payload, tag="auth")
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise AuthProfileStoreError(
                 f"cannot write auth profile store {str(self.path)!r}: {exc.strerror}"
             ) from None
-        with contextlib.suppress(OSError):  # make the rename durable where the OS allows it
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
 
     def load_sync(self) -> AuthProfileStoreState:
         """Blocking ``load``."""

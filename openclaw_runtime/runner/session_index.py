@@ -20,6 +20,7 @@ import orjson
 from filelock import FileLock
 
 from .._exceptions import TranscriptError
+from .._files import atomic_write
 
 __all__ = ["SessionIndex", "SessionIndexEntry"]
 
@@ -58,11 +59,8 @@ class SessionIndex:
             self._cache = None
             index = dict(self._read())
             result = fn(index)
-            tmp = self.path.with_suffix(".json.tmp")
-            tmp.write_bytes(
-                orjson.dumps({"version": 1, "sessions": index}, option=orjson.OPT_INDENT_2)
-            )
-            os.replace(tmp, self.path)
+            payload = orjson.dumps({"version": 1, "sessions": index}, option=orjson.OPT_INDENT_2)
+            atomic_write(self.path, payload, tag="index")
             self._cache = None
             return result
 

@@ -27,7 +27,6 @@ for several processes on one machine.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 import math
@@ -47,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .._exceptions import OpenClawRuntimeError
+from .._files import atomic_write
 
 __all__ = [
     "MAX_MERGED_STEERING_CHARS",
@@ -735,18 +735,9 @@ class JsonFileSteeringStore:
 
     def _write(self, document: dict[str, Any]) -> None:
         payload = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, payload)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, payload, tag="steering")
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise SteeringStoreError(
                 f"cannot write steering store {str(self.path)!r}: {exc.strerror}"
             ) from None

@@ -27,6 +27,7 @@ import filelock
 import orjson
 
 from .._exceptions import TranscriptError
+from .._files import _fsync_dir, _write_temp, atomic_write
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -235,58 +236,6 @@ def append_bytes(path: str | Path, payload: bytes, *, fsync: bool, create: bool 
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_temp(
-    path: Path, content: bytes, mode: int | None, tag: str, *, fsync: bool = True
-) -> Path:
-    temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
-    try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    os.close(fd)
-    if mode is not None:
-        os.chmod(temp, mode)
-    return temp
-
-
-def atomic_write(path: str | Path, content: bytes, *, tag: str = "rewrite") -> None:
-    """Replace ``path`` with ``content`` so readers see the old file or the new one, never half."""
-    target = Path(path)
-    try:
-        mode: int | None = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    temp = _write_temp(target, content, mode, tag)
-    try:
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_dir(target.parent)
 
 
 def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> None:
