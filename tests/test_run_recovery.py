@@ -878,3 +878,27 @@ async def test_a_context_engine_that_raises_everywhere_never_fails_a_run(
         assert "on_agent_event" in faults  # a raising observer is recorded, not fatal
         runtime.context_engines.clear_quarantine()
         assert runtime.context_engines.list_quarantines() == []
+
+
+async def test_a_run_waits_for_deferred_maintenance_of_its_session(
+    tmp_path: Path, server: Any, make_runtime: Any
+) -> None:
+    import anyio
+
+    runtime = make_runtime(server)
+    done = runtime.defer_session_maintenance("s-maint")
+    recorder = Recorder()
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await runtime.run("hi", session_id="s-maint", on_event=recorder))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.sleep(0.2)
+        # started, but not queued for its lanes while the maintenance runs
+        assert recorder.types() == ["run_start"] and server.requests == []
+        done()
+    assert results[0].ok
+    assert "lane_wait" in recorder.types()
+    await runtime.run("again", session_id="s-maint")  # nothing pending any more

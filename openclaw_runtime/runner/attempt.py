@@ -176,8 +176,6 @@ class AttemptSpec:
     timeout_s: float | None = None
     idle_timeout_s: float | None = None
     images: Sequence[ImageContent] = ()
-    run_prompt_text: str | None = None
-    precheck: bool = True
     loop_guard: bool = False
 
 
@@ -216,7 +214,7 @@ async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[
     """The branch's messages after the pre-prompt precheck (compacting/truncating if needed)."""
     session = spec.session
     messages = session.build_session_context().messages
-    if not spec.precheck or spec.plan.mode != "prompt":
+    if spec.plan.mode != "prompt":
         return messages
     prompt_text = spec.plan.prompt or ""
     # the common case, cheaply: the estimate (memoized per message) fits the budget

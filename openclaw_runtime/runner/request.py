@@ -116,7 +116,6 @@ class RunResult:
     error: RunErrorInfo | None = None
     failure_signal: EmbeddedRunFailureSignal | None = None
     liveness_state: str | None = None
-    replay_invalid: bool = False
     duration_ms: float = 0.0
 
     @property
@@ -151,6 +150,5 @@ class RunResult:
             "error": None if self.error is None else self.error.to_dict(),
             "failureSignal": None if self.failure_signal is None else self.failure_signal.to_dict(),
             "livenessState": self.liveness_state,
-            "replayInvalid": self.replay_invalid,
             "durationMs": round(self.duration_ms, 3),
         }
