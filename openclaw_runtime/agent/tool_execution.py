@@ -32,6 +32,7 @@ from .tools import (
     ToolArgumentError,
     coerce_tool_result,
     error_tool_result,
+    redact_tool_result,
     validate_tool_arguments,
 )
 from .types import (
@@ -203,6 +204,7 @@ class _Batch:
                     result, is_error = override.apply(result, is_error)
             except Exception as exc:
                 result, is_error = error_tool_result(error_text(exc)), True
+        result = redact_tool_result(result)  # a tool may print a credential: never stored
         return _Finalized(
             prepared.tool_call,
             result,
@@ -221,7 +223,9 @@ class _Batch:
 
         def on_update(partial: AgentToolResult) -> None:
             if accepting:
-                event = ToolExecutionUpdate(call.id, call.name, call.arguments, partial, hide)
+                event = ToolExecutionUpdate(
+                    call.id, call.name, call.arguments, redact_tool_result(partial), hide
+                )
                 updates_send.send_nowait(event)
 
         async def pump() -> None:

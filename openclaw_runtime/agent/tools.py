@@ -23,6 +23,7 @@ from pydantic import TypeAdapter, create_model
 from ..abort import AbortSignal
 from ..llm import Tool
 from ..messages import ContentBlock, ImageContent, TextContent, ToolCall
+from ..redaction import redact, redact_data
 
 __all__ = [
     "AgentTool",
@@ -32,6 +33,7 @@ __all__ = [
     "ToolUpdateCallback",
     "coerce_tool_result",
     "error_tool_result",
+    "redact_tool_result",
     "tool",
     "validate_tool_arguments",
 ]
@@ -88,6 +90,27 @@ class AgentTool(Tool):
 def error_tool_result(message: str) -> AgentToolResult:
     """The result the loop records when a tool call could not run or failed."""
     return AgentToolResult(content=[TextContent(text=message)], details={})
+
+
+def redact_tool_result(result: AgentToolResult) -> AgentToolResult:
+    """``result`` with secrets masked in its text and details (itself when nothing matched).
+
+    Tools print environments and config files; what they print goes to the model, the
+    transcript and events, so credentials are masked once, here (``openclaw_runtime.redaction``).
+    """
+    content: list[ContentBlock] = []
+    changed = False
+    for block in result.content:
+        if isinstance(block, TextContent):
+            text = redact(block.text)
+            if text is not block.text:
+                block = block.model_copy(update={"text": text})
+                changed = True
+        content.append(block)
+    details = redact_data(result.details)
+    if not changed and details is result.details:
+        return result
+    return AgentToolResult(content=content, details=details, terminate=result.terminate)
 
 
 def coerce_tool_result(value: Any) -> AgentToolResult:

@@ -2,7 +2,8 @@
 
 A secret is referenced, not held: an environment variable, a file, or an inline value kept in a
 ``SecretStr``. It is read only by ``CredentialRef.resolve()`` at the moment a request needs it,
-and never appears in a ``repr``, ``str``, error message, log line or event.
+which registers it with ``openclaw_runtime.redaction``, so it never appears in a ``repr``,
+``str``, error message, log line, event, transcript or side file.
 
 ``AuthProfile`` is both the ``[[auth.profiles]]`` config entry and the parsed form of a profile
 stored in an OpenClaw ``auth-profiles.json`` (``AuthProfile.from_openclaw``).
@@ -27,6 +28,7 @@ from pydantic import (
 )
 
 from .._exceptions import ConfigurationError
+from ..redaction import register_secret
 
 __all__ = [
     "AUTH_PROFILE_MODES",
@@ -114,6 +116,7 @@ class CredentialRef(BaseModel):
                 "a credential needs exactly one of 'env', 'file', 'value' or 'exec'"
                 + (f" (got {', '.join(given)})" if given else "")
             )
+        register_secret(self.value)  # an inline secret is known from now on: mask it
         return self
 
     @property
@@ -148,7 +151,16 @@ class CredentialRef(BaseModel):
         return False
 
     def resolve(self, env: Mapping[str, str] | None = None) -> SecretStr:
-        """Read the secret now; raise ``UnresolvedCredentialError`` naming only the reference."""
+        """Read the secret now; raise ``UnresolvedCredentialError`` naming only the reference.
+
+        The value is registered with the process-wide redactor (``register_secret``), so
+        nothing the process writes or prints afterwards can contain it.
+        """
+        secret = self._read(env)
+        register_secret(secret)
+        return secret
+
+    def _read(self, env: Mapping[str, str] | None) -> SecretStr:
         if self.value is not None:
             return self.value
         if self.env is not None:

@@ -1,16 +1,17 @@
 """Events of the model-fallback loop: what failed, and why the next step was chosen.
 
 They ride the same stream as the agent events so a UI can show *why* a run fell back. Error
-texts in events pass through ``redact_secret_text``: provider errors sometimes echo keys.
+texts in events pass through ``redact_secret_text`` (the process-wide redactor in
+``openclaw_runtime.redaction``): provider errors sometimes echo keys.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..events import Event
+from ..redaction import redact_diagnostic
 
 __all__ = [
     "FallbackAttemptStart",
@@ -21,24 +22,10 @@ __all__ = [
     "redact_secret_text",
 ]
 
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), "sk-***"),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{16,}"), "AIza***"),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 ***"),
-    (
-        re.compile(
-            r"(?i)\b((?:x-)?(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret"
-            r"|password|authorization)[\"']?\s*[=:]\s*[\"']?)[^\s\"',;&}]{6,}"
-        ),
-        r"\1***",
-    ),
-)
-
 
 def redact_secret_text(text: str, *, limit: int = 1_000) -> str:
-    """``text`` with key-, token- and password-shaped values masked, cut to ``limit`` chars."""
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
+    """``text`` with secrets masked (``redaction.redact_diagnostic``), cut to ``limit`` chars."""
+    text = redact_diagnostic(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -20,6 +20,7 @@ import orjson
 
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamOptions
+from ..redaction import register_header_secrets
 from .builder import MessageBuilder
 from .errors import ProviderFailure, failure_from_exception, failure_from_http
 from .http import (
@@ -120,6 +121,7 @@ class DecodedStreamProvider:
             headers.update(model.headers)
         if options.headers:
             headers.update(options.headers)
+        register_header_secrets(headers)  # whatever carries the key is masked from now on
         return headers
 
     async def _events(

@@ -4,7 +4,8 @@ A provider never raises; it ends its stream with an error message carrying: the 
 shape OpenClaw's classifier expects — ``"429 <detail>"``, ``"413 status code (no body)"``,
 ``"Connection error: ..."``, ``"stream disconnected before completion: ..."``), the HTTP
 status, the provider's error code and type, the raw body (capped), the retry-after hint from
-headers or body, and whether any output had started. Bodies of any shape survive: OpenAI's
+headers or body, and whether any output had started. Secrets in any of these are masked here,
+where they enter (``openclaw_runtime.redaction``). Bodies of any shape survive: OpenAI's
 ``{"error": {...}}``, ``{"detail": ...}``, bare strings, plain text and HTML pages from proxies.
 """
 
@@ -21,6 +22,7 @@ import httpx
 import orjson
 
 from ..messages import AssistantMessage
+from ..redaction import redact_diagnostic
 
 __all__ = [
     "MAX_ERROR_BODY_CHARS",
@@ -51,6 +53,17 @@ class ProviderFailure:
     retry_after_ms: float | None = None
     aborted: bool = False
 
+    def __post_init__(self) -> None:
+        # Providers echo keys in their errors: mask them where they enter the runtime, so
+        # the message, the transcript, events and results never hold them.
+        self.message = redact_diagnostic(self.message)
+        if self.body is not None:
+            self.body = redact_diagnostic(self.body)
+        if self.code is not None:
+            self.code = redact_diagnostic(self.code)
+        if self.error_type is not None:
+            self.error_type = redact_diagnostic(self.error_type)
+
     def apply_to(self, message: AssistantMessage) -> None:
         """Write the facts onto an error message (unset facts stay absent on the wire)."""
         facts = {
@@ -78,7 +91,7 @@ def failure_from_http(
         status=status,
         code=code,
         error_type=error_type,
-        body=text[:MAX_ERROR_BODY_CHARS] or None,
+        body=redact_diagnostic(text)[:MAX_ERROR_BODY_CHARS] or None,
         retry_after_ms=retry,
     )
 
@@ -93,7 +106,7 @@ def failure_from_payload(payload: Any, *, status: int | None = None) -> Provider
         status=status,
         code=code,
         error_type=error_type,
-        body=text[:MAX_ERROR_BODY_CHARS],
+        body=redact_diagnostic(text)[:MAX_ERROR_BODY_CHARS],
         retry_after_ms=parse_retry_after_ms({}, payload, detail),
     )
 

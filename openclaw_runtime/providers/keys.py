@@ -1,4 +1,5 @@
-"""API keys from the environment, by provider name. Keys are never logged or echoed."""
+"""API keys from the environment, by provider name. Keys are never logged or echoed: a key
+found here is registered with ``openclaw_runtime.redaction``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from ..redaction import register_secret
 
 __all__ = ["ENV_API_KEYS", "api_key_env_names", "is_local_base_url", "resolve_env_api_key"]
 
@@ -40,6 +43,7 @@ def resolve_env_api_key(provider: str, env: Mapping[str, str] | None = None) -> 
     for name in api_key_env_names(provider):
         value = source.get(name, "").strip()
         if value:
+            register_secret(value)  # masked in everything the process writes from now on
             return value
     return None
 

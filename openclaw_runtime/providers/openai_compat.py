@@ -32,6 +32,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..redaction import register_header_secrets
 from .builder import MessageBuilder
 from .errors import ProviderFailure, failure_from_exception, failure_from_http, failure_from_payload
 from .http import (
@@ -435,6 +436,7 @@ class OpenAICompatProvider:
             headers.update(model.headers)
         if options.headers:
             headers.update(options.headers)
+        register_header_secrets(headers)  # whatever carries the key is masked from now on
         return headers
 
     async def _events(

@@ -121,6 +121,10 @@ class Fault:
     ``after_chunks`` (SSE events sent before ``"cut_stream"`` closes the connection),
     ``before_headers`` (``"hang"`` before the status line instead of after the headers),
     ``seconds`` (``"delay"``). Matchers: ``model`` and ``api_key`` (``None`` matches any).
+    A ``"cut_stream"`` fault with a ``body`` sends it as one last SSE ``data:`` event (a
+    provider's mid-stream error) before it closes the connection. ``echo_key``: every
+    ``{api_key}`` in ``body`` becomes the request's full API key, as providers that repeat
+    the key in their errors do (for redaction tests; the key is never recorded).
     """
 
     kind: str
@@ -134,6 +138,7 @@ class Fault:
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)  # never printed
     times: int = 1
+    echo_key: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -207,6 +212,17 @@ def api_key_fingerprint(key: str | None) -> str | None:
     return f"{prefix}...{digest}"
 
 
+def _echo_key(body: Any, api_key: str) -> Any:
+    """``body`` with every ``{api_key}`` replaced by ``api_key`` (strings inside mappings too)."""
+    if isinstance(body, str):
+        return body.replace("{api_key}", api_key)
+    if isinstance(body, Mapping):
+        return {k: _echo_key(v, api_key) for k, v in body.items()}
+    if isinstance(body, list):
+        return [_echo_key(v, api_key) for v in body]
+    return body
+
+
 def estimate_prompt_tokens(messages: Sequence[Any], tools: Sequence[Any] = ()) -> int:
     """The server's prompt-size estimate: ``ceil(len(json(messages + tools)) / 4)``."""
     return math.ceil(len(orjson.dumps([*messages, *tools])) / 4)
@@ -232,6 +248,7 @@ class _Completion:
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     cut_after: int | None = None  # send this many SSE events, then drop the connection
+    error_event: Any = None  # sent as the last event before a cut
 
 
 @dataclass(slots=True)
@@ -642,6 +659,8 @@ class FaultInjectingOpenAIServer:
                 return error(outcome, status, payload, headers)
             # 4. queued faults, 5. chaos ("delay" only postpones: the pipeline goes on)
             fault = self._take_fault(model, api_key)
+            if fault is not None and fault.echo_key:
+                fault = replace(fault, body=_echo_key(fault.body, api_key or ""))
             from_chaos = False
             delay_s = 0.0
             applied: str | None = None
@@ -664,6 +683,7 @@ class FaultInjectingOpenAIServer:
                     plan.completion = self._brain(model, message_list, tools)[0]
                     plan.completion.prompt_tokens = estimated
                     plan.completion.cut_after = fault.after_chunks
+                    plan.completion.error_event = fault.body
                 plan.index = record(fault.kind, plan.status, fault=fault.kind, chaos=from_chaos)
                 plan.delay_s = delay_s
                 return plan
@@ -1402,6 +1422,10 @@ class _Handler(BaseHTTPRequestHandler):
             content_events = len(events) - (2 if plan.include_usage else 1)
             for event in events[: min(completion.cut_after, content_events)]:
                 self._write_chunk(b"data: " + orjson.dumps(event) + b"\n\n")
+            if completion.error_event is not None:
+                error = completion.error_event
+                data = error.encode() if isinstance(error, str) else orjson.dumps(error)
+                self._write_chunk(b"data: " + data + b"\n\n")
             self.close_connection = True  # no terminating chunk: the body is cut
             _shutdown_socket(self.connection)
             return

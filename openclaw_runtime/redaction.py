@@ -1,0 +1,292 @@
+"""One process-wide redactor: credentials never leave the credential store.
+
+Providers echo keys in their errors (OpenAI: ``"Incorrect API key provided: sk-..."``), tools
+print environments, exceptions quote headers. Every credential value the runtime resolves (env,
+file, inline, OAuth token, a provider key from the environment) is *registered* here for the
+life of the process, and every path out of the process — transcript lines, side files, events,
+``RunResult``, exceptions, log records, CLI output — passes its text through ``redact``.
+
+What is masked:
+
+* registered values, as they are and as they look inside a JSON string (escaped quotes,
+  backslashes, ``\\uXXXX``), replaced by ``***``. Values shorter than ``MIN_SECRET_LENGTH``
+  (8) characters are not registered: no real API key or token is that short, and masking a
+  short string everywhere would mangle ordinary text (a 3-character "key" would eat words);
+* well-known key shapes even when never registered: OpenAI ``sk-…`` (and ``sk-proj-…``),
+  Anthropic ``sk-ant-…``, Google ``AIza…``, ``Bearer <token>`` and ``Basic <credential>``
+  (a ``Basic`` credential must contain a digit or one of ``._~+/=``, so "basic
+  understanding" stays as it is);
+* ``redact_diagnostic`` also masks ``api_key=…``/``"token": "…"``/``password: …`` assignments,
+  for error and log text only (in conversation text they are too often legitimate words).
+
+Cost: the common case (nothing matches) is one search of one precompiled alternation regex,
+rebuilt only when a new secret is registered. Nothing here is called per streamed delta.
+
+This module imports nothing from the rest of the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "RedactingFilter",
+    "clear_registered_secrets",
+    "contains_secret",
+    "package_logger",
+    "redact",
+    "redact_bytes",
+    "redact_data",
+    "redact_diagnostic",
+    "register_header_secrets",
+    "register_secret",
+    "registered_secret_count",
+]
+
+#: Values shorter than this are never registered (see the module docstring).
+MIN_SECRET_LENGTH = 8
+#: What a registered secret becomes.
+REDACTED = "***"
+
+# Well-known shapes: (pattern, replacement). Token characters never include a quote or a
+# backslash, so masking inside serialized JSON keeps it valid.
+_TOKEN_CHARS = r"A-Za-z0-9._~+/=\-"
+_SHAPES: tuple[tuple[str, str], ...] = (
+    (r"\bsk-ant-[A-Za-z0-9_\-]{8,}", "sk-ant-***"),
+    (r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-***"),
+    (r"\bAIza[0-9A-Za-z_\-]{16,}", "AIza***"),
+    (rf"(?i:\b(bearer))[ \t]+[{_TOKEN_CHARS}]{{8,}}", r"\1 ***"),
+    (
+        rf"(?i:\b(basic))[ \t]+(?=[{_TOKEN_CHARS}]*[0-9._~+/=])[{_TOKEN_CHARS}]{{8,}}",
+        r"\1 ***",
+    ),
+)
+_ASSIGNMENT = (
+    r"(?i:\b((?:x-)?(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret"
+    r"|password|authorization)[\"']?\s*[=:]\s*[\"']?))[^\s\"',;&}]{6,}"
+)
+_SHAPE_RES = tuple((re.compile(p), r) for p, r in _SHAPES)
+_ASSIGNMENT_RE = re.compile(_ASSIGNMENT)
+
+_lock = threading.Lock()
+_secrets: set[str] = set()  # every registered form (raw and JSON-escaped)
+_raw_count = 0
+
+
+class _Matchers:
+    """The compiled state, swapped whole (readers never lock)."""
+
+    __slots__ = ("any_diagnostic", "any_text", "secrets")
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        ordered = sorted(secrets, key=len, reverse=True)
+        self.secrets: tuple[str, ...] = tuple(ordered)
+        literal = [re.escape(s) for s in ordered]
+        shapes = [p for p, _ in _SHAPES]
+        self.any_text = re.compile("|".join([*literal, *shapes]))
+        self.any_diagnostic = re.compile("|".join([*literal, *shapes, _ASSIGNMENT]))
+
+
+_matchers = _Matchers(())
+
+
+def _forms(value: str) -> set[str]:
+    """The value and how it looks inside a JSON string (both ASCII and UTF-8 escaping)."""
+    forms = {value}
+    for ensure_ascii in (True, False):
+        forms.add(json.dumps(value, ensure_ascii=ensure_ascii)[1:-1])
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def register_secret(value: object) -> None:
+    """Mask ``value`` everywhere from now on, for the life of the process.
+
+    Accepts a ``str`` or anything with ``get_secret_value()`` (pydantic ``SecretStr``);
+    ``None``, non-strings and values shorter than ``MIN_SECRET_LENGTH`` after stripping are
+    ignored. Registering the same value again costs one set lookup.
+    """
+    global _matchers, _raw_count
+    getter = getattr(value, "get_secret_value", None)
+    if callable(getter):
+        value = getter()
+    if not isinstance(value, str):
+        return
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH or value in _secrets:
+        return
+    with _lock:
+        new = _forms(value) - _secrets
+        if not new:
+            return
+        _secrets.update(new)
+        _raw_count += 1
+        _matchers = _Matchers(_secrets)
+
+
+#: Request headers whose values are credentials (lower-case names).
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
+)
+
+
+def register_header_secrets(headers: Mapping[str, str]) -> None:
+    """Register the credential headers' values (and the token after ``Bearer``/``Basic``)."""
+    for name, value in headers.items():
+        if name.lower() in CREDENTIAL_HEADERS and isinstance(value, str):
+            register_secret(value)
+            scheme, _, token = value.strip().partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                register_secret(token)
+
+
+def registered_secret_count() -> int:
+    """How many distinct values are registered (for ``doctor`` and tests)."""
+    return _raw_count
+
+
+def clear_registered_secrets() -> None:
+    """Forget every registered value (tests only; the runtime never forgets)."""
+    global _matchers, _raw_count
+    with _lock:
+        _secrets.clear()
+        _raw_count = 0
+        _matchers = _Matchers(())
+
+
+def contains_secret(text: str) -> bool:
+    """Whether ``redact_diagnostic(text)`` would change anything."""
+    return _matchers.any_diagnostic.search(text) is not None
+
+
+def _spans(text: str, matchers: _Matchers, diagnostic: bool) -> list[tuple[int, int, str]]:
+    """Every (start, end, replacement) to mask, overlaps merged (the union is masked)."""
+    found: list[tuple[int, int, str]] = []
+    for secret in matchers.secrets:
+        start = text.find(secret)
+        while start != -1:
+            found.append((start, start + len(secret), REDACTED))
+            start = text.find(secret, start + 1)
+    for pattern, replacement in _SHAPE_RES:
+        for match in pattern.finditer(text):
+            found.append((match.start(), match.end(), match.expand(replacement)))
+    if diagnostic:
+        for match in _ASSIGNMENT_RE.finditer(text):
+            found.append((match.start(), match.end(), match.group(1) + REDACTED))
+    found.sort(key=lambda span: (span[0], -span[1]))
+    merged: list[tuple[int, int, str]] = []
+    for start, end, replacement in found:
+        if merged and start < merged[-1][1]:
+            last_start, last_end, last_replacement = merged[-1]
+            if end > last_end:
+                # overlapping secrets: mask their union, keep the first one's visible prefix
+                merged[-1] = (last_start, end, last_replacement)
+            continue
+        merged.append((start, end, replacement))
+    return merged
+
+
+def _redact(text: str, diagnostic: bool) -> str:
+    matchers = _matchers
+    pattern = matchers.any_diagnostic if diagnostic else matchers.any_text
+    if pattern.search(text) is None:
+        return text
+    out: list[str] = []
+    position = 0
+    for start, end, replacement in _spans(text, matchers, diagnostic):
+        out.append(text[position:start])
+        out.append(replacement)
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def redact(text: str) -> str:
+    """``text`` with registered secrets and well-known key shapes masked.
+
+    Safe for conversation text (prompts, answers, tool results): ordinary words are kept.
+    """
+    return _redact(text, False)
+
+
+def redact_diagnostic(text: str) -> str:
+    """``redact`` plus ``key=value``-shaped credentials: for errors, logs and events."""
+    return _redact(text, True)
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """``redact`` over raw bytes of any encoding (bytes map 1:1 through Latin-1), for copies
+    of files whose lines may not be UTF-8."""
+    text = data.decode("latin-1")
+    redacted = redact(text)
+    return data if redacted is text else redacted.encode("latin-1")
+
+
+def redact_data(value: Any, *, diagnostic: bool = False) -> Any:
+    """A JSON-like value (dicts, lists, tuples, strings) with every string redacted.
+
+    Returns ``value`` itself when nothing changed, so callers can test ``is`` cheaply; other
+    objects (numbers, models) are returned as they are.
+    """
+    if isinstance(value, str):
+        return _redact(value, diagnostic)
+    if isinstance(value, dict):
+        changed = False
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = _redact(key, diagnostic) if isinstance(key, str) else key
+            new_item = redact_data(item, diagnostic=diagnostic)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed else value
+    if isinstance(value, list | tuple):
+        items = [redact_data(item, diagnostic=diagnostic) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, tuple) else items
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """Masks secrets in a log record's message, arguments and exception text.
+
+    A filter on a parent logger does not see records created by child loggers, so the
+    package attaches one instance to *each* of its loggers through ``package_logger``.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to logging to report
+            return True
+        redacted = redact_diagnostic(message)
+        if redacted is not message:
+            record.msg, record.args = redacted, None
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            masked = redact_diagnostic(text)
+            if masked is not text:
+                record.exc_text = masked
+        elif record.exc_text:
+            record.exc_text = redact_diagnostic(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_diagnostic(record.stack_info)
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def package_logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` with the redacting filter attached (once)."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
