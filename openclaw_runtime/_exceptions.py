@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .redaction import redact
+
 __all__ = [
     "AgentBusyError",
     "ComponentNotFoundError",
@@ -56,7 +58,14 @@ __all__ = [
 
 
 class OpenClawRuntimeError(Exception):
-    """Base class of every error raised by openclaw-runtime on purpose."""
+    """Base class of every error raised by openclaw-runtime on purpose.
+
+    String arguments are redacted (``openclaw_runtime.redaction``), so neither ``str()`` nor
+    ``repr()`` of any of these errors can carry a registered secret or a key-shaped value.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigurationError(OpenClawRuntimeError):

@@ -40,12 +40,13 @@ from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
 from .messages import UserMessage
 from .providers.registry import ModelRegistry
+from .redaction import package_logger
 from .repair.compose import apply_stream_repairers, bind_tool_call_formats
 from .transcript.policy import TranscriptPolicy
 
 __all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
 
-logger = logging.getLogger("openclaw_runtime")
+logger = package_logger(logging.getLogger("openclaw_runtime"))
 
 BACKEND_KINDS = ("lanes", "auth_store", "session_store")
 

@@ -27,6 +27,7 @@ This module imports nothing from the rest of the package, so every layer may use
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -45,6 +46,7 @@ __all__ = [
     "redact",
     "redact_bytes",
     "redact_data",
+    "redact_dataclass",
     "redact_diagnostic",
     "register_header_secrets",
     "register_secret",
@@ -84,7 +86,7 @@ _raw_count = 0
 class _Matchers:
     """The compiled state, swapped whole (readers never lock)."""
 
-    __slots__ = ("any_diagnostic", "any_text", "secrets")
+    __slots__ = ("any_bytes", "any_diagnostic", "any_text", "secrets")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         ordered = sorted(secrets, key=len, reverse=True)
@@ -93,6 +95,10 @@ class _Matchers:
         shapes = [p for p, _ in _SHAPES]
         self.any_text = re.compile("|".join([*literal, *shapes]))
         self.any_diagnostic = re.compile("|".join([*literal, *shapes, _ASSIGNMENT]))
+        # serialized JSON is UTF-8: the same alternation over bytes, without a decode
+        literal_bytes = [re.escape(s.encode("utf-8")) for s in ordered]
+        shape_bytes = [p.encode("ascii") for p in shapes]
+        self.any_bytes = re.compile(b"|".join([*literal_bytes, *shape_bytes]))
 
 
 _matchers = _Matchers(())
@@ -161,9 +167,11 @@ def clear_registered_secrets() -> None:
         _matchers = _Matchers(())
 
 
-def contains_secret(text: str) -> bool:
-    """Whether ``redact_diagnostic(text)`` would change anything."""
-    return _matchers.any_diagnostic.search(text) is not None
+def contains_secret(text: str | bytes) -> bool:
+    """Whether ``redact`` would change ``text`` (UTF-8 ``bytes`` are searched as they are)."""
+    if isinstance(text, bytes):
+        return _matchers.any_bytes.search(text) is not None
+    return _matchers.any_text.search(text) is not None
 
 
 def _spans(text: str, matchers: _Matchers, diagnostic: bool) -> list[tuple[int, int, str]]:
@@ -254,6 +262,26 @@ def redact_data(value: Any, *, diagnostic: bool = False) -> Any:
     return value
 
 
+def redact_dataclass(obj: Any, *, diagnostic: bool = True) -> Any:
+    """A dataclass instance (an event) with its string, dict and list fields redacted.
+
+    Returns ``obj`` itself when nothing changed, else a copy (``dataclasses.replace``); fields
+    holding other objects (messages, nested events) are left to their own producers.
+    """
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return obj
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        value = getattr(obj, f.name)
+        if isinstance(value, str | dict | list | tuple):
+            redacted = redact_data(value, diagnostic=diagnostic)
+            if redacted is not value:
+                changes[f.name] = redacted
+    return dataclasses.replace(obj, **changes) if changes else obj
+
+
 class RedactingFilter(logging.Filter):
     """Masks secrets in a log record's message, arguments and exception text.
 
@@ -284,9 +312,14 @@ class RedactingFilter(logging.Filter):
 _FILTER = RedactingFilter()
 
 
-def package_logger(name: str) -> logging.Logger:
-    """``logging.getLogger(name)`` with the redacting filter attached (once)."""
-    logger = logging.getLogger(name)
+def package_logger(logger: logging.Logger | str) -> logging.Logger:
+    """``logger`` (or ``logging.getLogger(name)``) with the redacting filter attached (once).
+
+    Every module of the package builds its logger with it:
+    ``logger = package_logger(logging.getLogger("openclaw_runtime.x"))``.
+    """
+    if isinstance(logger, str):
+        logger = logging.getLogger(logger)
     if _FILTER not in logger.filters:
         logger.addFilter(_FILTER)
     return logger

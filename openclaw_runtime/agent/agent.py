@@ -34,6 +34,7 @@ from ..events import (
 )
 from ..llm import Model, StreamFn, StreamOptions, ThinkingLevel
 from ..messages import AssistantMessage, ContentBlock, ImageContent, TextContent, UserMessage
+from ..redaction import package_logger
 from .interruption import create_failure_message
 from .loop import run_agent_loop, run_agent_loop_continue
 from .tools import AgentTool, ToolExecutionMode
@@ -48,7 +49,7 @@ from .types import (
 
 __all__ = ["Agent", "AgentListener", "AgentState", "PendingMessageQueue"]
 
-logger = logging.getLogger("openclaw_runtime.agent")
+logger = package_logger(logging.getLogger("openclaw_runtime.agent"))
 
 AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], MaybeAwaitable[None]]
 BUSY_TEXT = (

@@ -30,6 +30,7 @@ import orjson
 
 from .._exceptions import ConfigurationError, OpenClawRuntimeError
 from .._files import atomic_write
+from ..redaction import package_logger
 from .cooldown import (
     DEFAULT_AUTH_COOLDOWN_POLICY,
     AuthCooldownPolicy,
@@ -83,7 +84,7 @@ __all__ = [
     "state_from_document",
 ]
 
-logger = logging.getLogger("openclaw_runtime.auth")
+logger = package_logger(logging.getLogger("openclaw_runtime.auth"))
 
 AUTH_PROFILES_FILENAME: Final = "auth-profiles.json"
 #: Success bookkeeping slower than this is logged as a warning.

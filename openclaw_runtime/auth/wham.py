@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import httpx
 
+from ..redaction import package_logger
 from .cooldown import (
     MAX_SAFE_INTEGER,
     as_date_timestamp_ms,
@@ -42,7 +43,7 @@ __all__ = [
     "probe_wham_for_cooldown",
 ]
 
-logger = logging.getLogger("openclaw_runtime.auth")
+logger = package_logger(logging.getLogger("openclaw_runtime.auth"))
 
 WHAM_USAGE_URL: Final = "https://chatgpt.com/backend-api/wham/usage"
 WHAM_TIMEOUT_MS: Final = 3_000

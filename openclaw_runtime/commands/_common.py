@@ -8,6 +8,7 @@ Error text goes through ``redact_secret_text``: provider errors sometimes echo k
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from ..failover.events import redact_secret_text
 from ..llm import Model
 from ..providers.keys import api_key_env_names, is_local_base_url, resolve_env_api_key
 from ..providers.openai_compat import OPENAI_COMPLETIONS_API
+from ..redaction import redact_data
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "find_session",
     "load_config",
     "safe",
+    "safe_json",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,6 +63,11 @@ USAGE_ERRORS: tuple[type[BaseException], ...] = (
 def safe(text: object) -> str:
     """``text`` with key-shaped values masked (for anything printed from an error)."""
     return redact_secret_text(str(text), limit=4_000)
+
+
+def safe_json(value: Any, **options: Any) -> str:
+    """``json.dumps(value)`` with every string in it redacted (for ``--json`` output)."""
+    return json.dumps(redact_data(value, diagnostic=True), **options)
 
 
 def fail(message: str, code: int = EXIT_FAILED) -> None:

@@ -8,7 +8,6 @@ every auth profile's credential (resolvable or not — never the value). Exit 1 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from ..llm import Model
 from ..providers.keys import api_key_env_names, is_local_base_url, resolve_env_api_key
 from ..providers.openai_compat import OPENAI_COMPLETIONS_API
 from ..runner.entry import BUILTIN_DEFAULT_MODEL
-from ._common import EXIT_FAILED, load_config, safe
+from ._common import EXIT_FAILED, load_config, safe, safe_json
 from .profiles import profile_rows
 
 __all__ = ["Check", "doctor", "run_checks"]
@@ -282,7 +281,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     failed = sum(1 for c in checks if c.status == "fail")
     warned = sum(1 for c in checks if c.status == "warn")
     if as_json:
-        click.echo(json.dumps([asdict(c) for c in checks], indent=2, ensure_ascii=False))
+        click.echo(safe_json([asdict(c) for c in checks], indent=2, ensure_ascii=False))
     else:
         colors = {"ok": "green", "warn": "yellow", "fail": "red"}
         width = max(len(c.check) for c in checks)

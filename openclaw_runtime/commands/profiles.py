@@ -6,7 +6,6 @@ when, never the secret. ``profile_rows`` is also what ``doctor`` reads the ledge
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,7 @@ from ..auth.profiles import AuthProfile
 from ..auth.state import AuthProfileStoreState
 from ..auth.store import open_auth_profile_store
 from ..config import RuntimeConfig
-from ._common import EXIT_FAILED, command_errors, load_config
+from ._common import EXIT_FAILED, command_errors, load_config, safe, safe_json
 
 __all__ = ["profile_rows", "profiles"]
 
@@ -113,7 +112,7 @@ def profiles(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
     store = open_auth_profile_store(config, path=store_path)
     rows = profile_rows(config, store.load_sync())
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(safe_json(rows, indent=2))
         return
     if not rows:
         click.echo(f"no auth profiles (store: {store.path})")
@@ -121,4 +120,4 @@ def profiles(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
     width = max(len(row["id"]) for row in rows)
     for row in rows:
         label = f"{row['provider']}/{row['mode']}"
-        click.echo(f"{row['id']:<{width}}  {label:<20}  {row['description']}")
+        click.echo(safe(f"{row['id']:<{width}}  {label:<20}  {row['description']}"))

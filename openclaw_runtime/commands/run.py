@@ -7,7 +7,6 @@ when the run is ok, 1 when it failed, 2 when the invocation or configuration is 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, get_args
@@ -20,7 +19,14 @@ from ..config import RuntimeConfig
 from ..events import Event
 from ..llm import ThinkingLevel
 from ..runner.request import RunResult
-from ._common import EXIT_FAILED, adhoc_model_config, command_errors, load_config, safe
+from ._common import (
+    EXIT_FAILED,
+    adhoc_model_config,
+    command_errors,
+    load_config,
+    safe,
+    safe_json,
+)
 from .timeline import AnswerWriter, StatusSpinner, describe_event, text_delta
 
 __all__ = ["TurnPrinter", "model_options", "request_options", "run", "session_options"]
@@ -123,7 +129,7 @@ class TurnPrinter:
         if self._same_terminal():
             self.answer.end_line()  # never split an answer line
         label = self.spinner.hide_for_line()
-        click.echo(line, err=True)
+        click.echo(safe(line), err=True)
         if label is not None:
             self.spinner.show(label)
 
@@ -214,7 +220,7 @@ def run(
     printer = TurnPrinter(stream_answer=not as_json, events=events, spinner=not as_json)
     result = anyio.run(run_turn, config, prompt, options, printer)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(safe_json(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         printer.finish(result)
     if not result.ok:

@@ -22,9 +22,10 @@ import click
 from .._exceptions import TranscriptError
 from .._runtime import Runtime
 from ..context.engine import CompactResult
+from ..redaction import redact
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 from ..transcript.store import SessionManager
-from ._common import EXIT_FAILED, command_errors, find_session, load_config
+from ._common import EXIT_FAILED, command_errors, find_session, load_config, safe_json
 from .timeline import StatusSpinner, abbreviate, format_tool_call
 
 __all__ = ["compact", "describe_compaction", "render_entries", "sessions"]
@@ -109,7 +110,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     ]
     rows.sort(key=lambda row: row["updatedMs"], reverse=True)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        click.echo(safe_json(rows, indent=2, ensure_ascii=False))
         return
     if not rows:
         click.echo(f"no sessions in {runtime.sessions_dir}")
@@ -126,7 +127,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
         )
         if row["error"]:
             line += f"  (unreadable: {abbreviate(row['error'], 60)})"
-        click.echo(line)
+        click.echo(redact(line))
 
 
 @sessions.command("show")
@@ -159,7 +160,7 @@ def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bo
         }
         if show_all:
             out["activeBranch"] = [entry["id"] for entry in branch]
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        click.echo(safe_json(out, indent=2, ensure_ascii=False))
         return
     title = manager.get_session_name()
     click.echo(
@@ -170,7 +171,7 @@ def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bo
     click.echo(f"file: {path}")
     click.echo("")
     for line in render_entries(entries, branch=branch, active=active if show_all else None):
-        click.echo(line)
+        click.echo(redact(line))  # transcripts written before redaction may hold keys
 
 
 def _summarized_counts(branch: Sequence[Mapping[str, Any]]) -> dict[str, int]:

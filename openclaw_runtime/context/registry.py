@@ -28,6 +28,7 @@ from typing import Any
 from .._exceptions import ComponentNotFoundError, ConfigurationError
 from .._registry import ComponentRegistry
 from ..abort import AbortError, is_abort_error
+from ..redaction import package_logger
 from .engine import (
     BootstrapResult,
     ContextEngineInfo,
@@ -47,7 +48,7 @@ __all__ = [
     "context_engine_fallback_result",
 ]
 
-logger = logging.getLogger("openclaw_runtime.context")
+logger = package_logger(logging.getLogger("openclaw_runtime.context"))
 
 DEFAULT_CONTEXT_ENGINE_ID = "legacy"
 DOWNGRADED_REASON = "context engine downgraded to legacy"

@@ -26,6 +26,7 @@ from .._exceptions import (
     ProviderError,
 )
 from ..events import Event
+from ..redaction import package_logger
 from .classify import classify_failover_signal, signal_from_assistant_message
 from .events import (
     FallbackAttemptStart,
@@ -54,7 +55,7 @@ __all__ = [
     "signal_from_exception",
 ]
 
-logger = logging.getLogger("openclaw_runtime.failover")
+logger = package_logger(logging.getLogger("openclaw_runtime.failover"))
 
 T = TypeVar("T")
 RouteOrigin: TypeAlias = Literal["requested", "configured-fallback", "configured-primary"]

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..redaction import package_logger
 from .blocks import PlainTextToolCallBlock, PlainTextToolCallParseOptions
 from .grammar import (
     DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES,
@@ -68,7 +69,7 @@ __all__ = [
     "scan_standalone_plain_text_tool_calls",
 ]
 
-logger = logging.getLogger("openclaw_runtime.repair")
+logger = package_logger(logging.getLogger("openclaw_runtime.repair"))
 
 
 @dataclass(frozen=True, slots=True)

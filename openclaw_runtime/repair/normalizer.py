@@ -38,6 +38,7 @@ from typing import Any
 from ..events import AssistantMessageEvent, Done, Start
 from ..llm import Context
 from ..messages import AssistantMessage
+from ..redaction import package_logger
 from .formats import (
     BUILTIN_TOOL_CALL_FORMATS,
     FormatScanOptions,
@@ -61,7 +62,7 @@ __all__ = [
     "resolve_context_tool_names",
 ]
 
-logger = logging.getLogger("openclaw_runtime.repair")
+logger = package_logger(logging.getLogger("openclaw_runtime.repair"))
 
 #: Name under which the built-in plugin registers the repairer.
 PLAIN_TEXT_TOOL_CALL_REPAIRER = "plain_text_tool_calls"

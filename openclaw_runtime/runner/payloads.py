@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 
 from ..failover.result_classifier import SILENT_REPLY_TOKEN, is_silent_reply_payload_text
 from ..messages import AssistantMessage, Cost, TextContent, ThinkingContent, Usage
+from ..redaction import redact, redact_diagnostic
 from .failure_signal import ToolErrorSummary, is_exec_like_tool_name
 
 __all__ = [
@@ -300,6 +301,11 @@ class ReplyPayload:
     is_reasoning: bool = False
     silent: bool = False
     non_terminal_tool_error_warning: bool = False
+
+    def __post_init__(self) -> None:
+        if self.text:  # what a channel shows never holds a credential
+            masked = redact_diagnostic(self.text) if self.is_error else redact(self.text)
+            object.__setattr__(self, "text", masked)
 
     @property
     def media_url(self) -> str | None:

@@ -16,6 +16,7 @@ from ..abort import AbortSignal
 from ..agent.tools import AgentTool
 from ..llm import ThinkingLevel
 from ..messages import ImageContent, Usage
+from ..redaction import redact_diagnostic
 from .failure_signal import EmbeddedRunFailureSignal
 from .outcome import AgentRunTerminalOutcome
 from .payloads import ReplyPayload
@@ -82,6 +83,9 @@ class RunErrorInfo:
     kind: str
     message: str
     reason: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", redact_diagnostic(self.message))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -51,6 +51,7 @@ from ..failover import (
 )
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
+from ..redaction import package_logger, redact_dataclass
 from ..transcript import validate_session_id
 from ..transcript.store import SessionManager
 from .attempt import AttemptOutcome, collect_attempt_facts
@@ -101,7 +102,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RunEventCallback", "RunFailoverError", "run_embedded_agent"]
 
-logger = logging.getLogger("openclaw_runtime.runner")
+logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
+#: Events sent for every streamed delta: no per-delta redaction work (see ``emit``).
+_STREAMED_EVENTS = frozenset({"message_update"})
 
 RunEventCallback = Callable[[Event], Awaitable[None] | None]
 
@@ -153,7 +156,10 @@ class _Run:
 
     async def emit(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event``; an observer that
-        raises is logged and ignored (it must not change the run)."""
+        raises is logged and ignored (it must not change the run). Run-level events are
+        redacted here (streamed deltas are not: their error texts are masked at the source)."""
+        if event.type not in _STREAMED_EVENTS:
+            event = redact_dataclass(event)
         callback = self.on_event
         if callback is not None:
             try:

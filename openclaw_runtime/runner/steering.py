@@ -47,6 +47,7 @@ from pydantic.alias_generators import to_camel
 
 from .._exceptions import OpenClawRuntimeError
 from .._files import atomic_write
+from ..redaction import package_logger
 
 __all__ = [
     "MAX_MERGED_STEERING_CHARS",
@@ -88,7 +89,7 @@ __all__ = [
     "wrap_prompt_data_block",
 ]
 
-logger = logging.getLogger("openclaw_runtime.runner.steering")
+logger = package_logger(logging.getLogger("openclaw_runtime.runner.steering"))
 
 STALE_STEERING_LEASE_MS: Final = 5 * 60 * 1000
 MAX_MERGED_STEERING_CHARS: Final = 24_000

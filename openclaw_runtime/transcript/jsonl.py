@@ -28,6 +28,7 @@ import orjson
 
 from .._exceptions import TranscriptError
 from .._files import _fsync_dir, _write_temp, atomic_write
+from ..redaction import contains_secret, redact_bytes, redact_data
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -180,9 +181,17 @@ def parse_session_bytes(data: bytes) -> ParsedSession:
 
 
 def encode_record(record: dict[str, Any]) -> bytes:
-    """One JSONL line (compact JSON, as JavaScript's ``JSON.stringify`` writes it)."""
+    """One JSONL line (compact JSON, as JavaScript's ``JSON.stringify`` writes it).
+
+    Every record the runtime writes is serialized here, so this is where the last defence
+    against a stored credential sits: a line that holds a registered secret or a key-shaped
+    value is re-encoded with its strings redacted (one regex search when it holds none).
+    """
     try:
-        return orjson.dumps(record) + b"\n"
+        line = orjson.dumps(record)
+        if contains_secret(line):
+            line = orjson.dumps(redact_data(record))
+        return line + b"\n"
     except TypeError as exc:
         raise TranscriptError(f"session record is not JSON-serialisable: {exc}") from exc
 
@@ -198,7 +207,8 @@ def keep_invalid_lines(
 ) -> Path | None:
     """Append unreadable lines to the side file (fsynced); nothing is ever discarded.
 
-    Each record keeps the exact bytes: ``raw`` when they are UTF-8, else ``rawBase64``.
+    Each record keeps the exact bytes: ``raw`` when they are UTF-8, else ``rawBase64`` (with
+    credentials masked: ``openclaw_runtime.redaction``).
     """
     if not lines:
         return None
@@ -213,10 +223,11 @@ def keep_invalid_lines(
             "terminated": line.terminated,
             "keptAt": kept_at,
         }
+        raw = redact_bytes(line.raw)  # exact bytes, except credentials
         try:
-            record["raw"] = line.raw.decode("utf-8")
+            record["raw"] = raw.decode("utf-8")
         except UnicodeDecodeError:
-            record["rawBase64"] = base64.b64encode(line.raw).decode("ascii")
+            record["rawBase64"] = base64.b64encode(raw).decode("ascii")
         out += json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n"
     append_bytes(target, bytes(out), fsync=True, create=True)
     return target

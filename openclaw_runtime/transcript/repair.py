@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 
+from ..redaction import redact_bytes
 from .entries import iso_timestamp
 from .jsonl import (
     InvalidLine,
@@ -231,14 +232,14 @@ def write_repair(
     mode = os.stat(session_file).st_mode & 0o7777
     fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(parsed.data)
+        view = memoryview(redact_bytes(parsed.data))  # the copy holds no credential either
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
     side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
-    atomic_write(session_file, render_repaired(parsed, plan), tag="repair")
+    atomic_write(session_file, redact_bytes(render_repaired(parsed, plan)), tag="repair")
     return str(backup), None if side is None else str(side)
 
 
