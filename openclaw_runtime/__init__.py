@@ -45,6 +45,7 @@ from .messages import (
     Usage,
     UserMessage,
 )
+from .redaction import redact, register_secret
 
 __version__ = "0.1.0"
 
@@ -98,6 +99,8 @@ __all__ = [
     "UserMessage",
     "__version__",
     "hookimpl",
+    "redact",
+    "register_secret",
     "tool",
 ]
 

@@ -14,8 +14,8 @@ What is masked:
   short string everywhere would mangle ordinary text (a 3-character "key" would eat words);
 * well-known key shapes even when never registered: OpenAI ``sk-…`` (and ``sk-proj-…``),
   Anthropic ``sk-ant-…``, Google ``AIza…``, ``Bearer <token>`` and ``Basic <credential>``
-  (a ``Basic`` credential must contain a digit or one of ``._~+/=``, so "basic
-  understanding" stays as it is);
+  (the token must contain a digit or one of ``._~+/=`` — or, after ``Bearer``, be 16+
+  characters long — so "basic understanding" and "bearer instruments" stay as they are);
 * ``redact_diagnostic`` also masks ``api_key=…``/``"token": "…"``/``password: …`` assignments,
   for error and log text only (in conversation text they are too often legitimate words).
 
@@ -65,7 +65,11 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (r"\bsk-ant-[A-Za-z0-9_\-]{8,}", "sk-ant-***"),
     (r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-***"),
     (r"\bAIza[0-9A-Za-z_\-]{16,}", "AIza***"),
-    (rf"(?i:\b(bearer))[ \t]+[{_TOKEN_CHARS}]{{8,}}", r"\1 ***"),
+    (
+        rf"(?i:\b(bearer))[ \t]+(?:(?=[{_TOKEN_CHARS}]*[0-9._~+/=])[{_TOKEN_CHARS}]{{8,}}"
+        rf"|[{_TOKEN_CHARS}]{{16,}})",
+        r"\1 ***",
+    ),
     (
         rf"(?i:\b(basic))[ \t]+(?=[{_TOKEN_CHARS}]*[0-9._~+/=])[{_TOKEN_CHARS}]{{8,}}",
         r"\1 ***",

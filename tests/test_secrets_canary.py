@@ -61,9 +61,7 @@ STREAM_ERROR = {
 SCENARIOS: dict[str, Fault] = {
     "401-json": Fault("status", status=401, body=UNAUTHORIZED, echo_key=True, times=50),
     "500-text": Fault("status", status=500, body=TEXT_500, echo_key=True, times=50),
-    "stream-error": Fault(
-        "cut_stream", after_chunks=3, body=STREAM_ERROR, echo_key=True, times=50
-    ),
+    "stream-error": Fault("cut_stream", after_chunks=3, body=STREAM_ERROR, echo_key=True, times=50),
 }
 
 
@@ -196,9 +194,7 @@ async def test_runtime_run_never_leaks_an_echoed_key(
     assert [leaks(text) for text in outputs if leaks(text)] == []
     assert state_leaks(state_dir) == {}
     # and what the provider said is still there, with the keys masked
-    assert "***" in result.to_dict()["error"]["message"] or "***" in json.dumps(
-        result.to_dict()
-    )
+    assert "***" in result.to_dict()["error"]["message"] or "***" in json.dumps(result.to_dict())
 
 
 @pytest.mark.anyio
