@@ -40,7 +40,7 @@ from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
 from .messages import UserMessage
 from .providers.registry import ModelRegistry
-from .redaction import package_logger
+from .redaction import package_logger, redact_event
 from .repair.compose import apply_stream_repairers, bind_tool_call_formats
 from .transcript.policy import TranscriptPolicy
 
@@ -474,7 +474,9 @@ class Runtime:
             **agent_options,
         )
         if hooks.observes_events:
-            agent.subscribe(lambda event, _signal: hooks.on_agent_event(event, session_id))
+            agent.subscribe(
+                lambda event, _signal: hooks.on_agent_event(redact_event(event), session_id)
+            )
         return agent
 
     # runs ---------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "STREAMED_EVENT_TYPES",
     "RedactingFilter",
     "clear_registered_secrets",
     "contains_secret",
@@ -48,6 +49,7 @@ __all__ = [
     "redact_data",
     "redact_dataclass",
     "redact_diagnostic",
+    "redact_event",
     "register_header_secrets",
     "register_secret",
     "registered_secret_count",
@@ -77,7 +79,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
 )
 _ASSIGNMENT = (
     r"(?i:\b((?:x-)?(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret"
-    r"|password|authorization)[\"']?\s*[=:]\s*[\"']?))[^\s\"',;&}]{6,}"
+    r"|password|authorization)[\"']?\s*[=:]\s*[\"']?))(?!(?i:bearer|basic)\s)[^\s\"',;&}]{6,}"
 )
 _SHAPE_RES = tuple((re.compile(p), r) for p, r in _SHAPES)
 _ASSIGNMENT_RE = re.compile(_ASSIGNMENT)
@@ -148,13 +150,14 @@ CREDENTIAL_HEADERS = frozenset(
 
 
 def register_header_secrets(headers: Mapping[str, str]) -> None:
-    """Register the credential headers' values (and the token after ``Bearer``/``Basic``)."""
+    """Register the credential headers' values (only the token after ``Bearer``/``Basic``)."""
     for name, value in headers.items():
         if name.lower() in CREDENTIAL_HEADERS and isinstance(value, str):
-            register_secret(value)
             scheme, _, token = value.strip().partition(" ")
             if token and scheme.lower() in ("bearer", "basic", "token"):
-                register_secret(token)
+                register_secret(token)  # the scheme word stays readable: "Bearer ***"
+            else:
+                register_secret(value)
 
 
 def registered_secret_count() -> int:
@@ -284,6 +287,21 @@ def redact_dataclass(obj: Any, *, diagnostic: bool = True) -> Any:
             if redacted is not value:
                 changes[f.name] = redacted
     return dataclasses.replace(obj, **changes) if changes else obj
+
+
+#: Event types sent once per streamed delta: never walked (their error texts are masked where
+#: provider failures enter), so redaction adds no per-delta work.
+STREAMED_EVENT_TYPES = frozenset(
+    {"message_update", "text_delta", "thinking_delta", "toolcall_delta"}
+)
+
+
+def redact_event(event: Any) -> Any:
+    """An event (a dataclass with a ``type``) with its text fields redacted, unless it is one
+    of the per-delta ``STREAMED_EVENT_TYPES``; itself when nothing changed."""
+    if getattr(event, "type", None) in STREAMED_EVENT_TYPES:
+        return event
+    return redact_dataclass(event)
 
 
 class RedactingFilter(logging.Filter):

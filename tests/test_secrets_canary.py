@@ -14,6 +14,7 @@ JSON), log records and stdout/stderr, and reads every file under the state dir (
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -156,6 +158,32 @@ def _collect(outputs: list[str], event: Any) -> None:
     outputs.append(json.dumps(event.to_dict(), default=str))
 
 
+def test_the_server_really_echoes_the_key_it_was_sent(
+    server: FaultInjectingOpenAIServer,
+) -> None:
+    server.inject(*(dataclasses.replace(fault, times=1) for fault in SCENARIOS.values()))
+    bodies = []
+    for _ in SCENARIOS:
+        received = b""
+        with httpx.stream(
+            "POST",
+            server.base_url + "/chat/completions",
+            json={"model": "m1", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"authorization": f"Bearer {ENV_CANARY}"},
+        ) as response:
+            try:
+                for chunk in response.iter_raw():
+                    received += chunk
+            except httpx.RemoteProtocolError:
+                pass  # the stream is cut right after its error event
+        bodies.append((response.status_code, received.decode()))
+    assert [status for status, _ in bodies] == [401, 500, 200]
+    assert all(ENV_CANARY in text for _, text in bodies)
+    assert bodies[2][1].rstrip().splitlines()[-1].startswith('data: {"error"')
+    # the server's own record keeps a fingerprint only
+    assert all(ENV_CANARY not in repr(r) for r in server.requests)
+
+
 # --------------------------------------------------------------------------- Runtime.run
 
 
@@ -193,8 +221,16 @@ async def test_runtime_run_never_leaks_an_echoed_key(
     outputs.append(caplog.text)
     assert [leaks(text) for text in outputs if leaks(text)] == []
     assert state_leaks(state_dir) == {}
-    # and what the provider said is still there, with the keys masked
-    assert "***" in result.to_dict()["error"]["message"] or "***" in json.dumps(result.to_dict())
+    # what the provider said is still there, with the echoed keys masked
+    said = json.dumps([result.to_dict(), outputs])
+    assert "{api_key}" not in said  # the server did echo a key
+    expected = {
+        "401-json": "Incorrect API key provided: ***.",
+        "500-text": "Authorization: Bearer ***",
+        "stream-error": "The stream broke while serving key ***",
+    }[scenario]
+    assert expected in said
+    assert "sk-***" in said  # the never-registered key, masked by its shape
 
 
 @pytest.mark.anyio

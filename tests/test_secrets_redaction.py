@@ -111,6 +111,7 @@ DIAGNOSTIC_CASES: list[tuple[str, str]] = [
     ("api_key=abcdef123456&x=1", "api_key=***&x=1"),
     ('{"access_token": "tok-123456789"}', '{"access_token": "***"}'),
     ("password: hunter22", "password: ***"),
+    ("Authorization: Bearer tok-1234567890", "Authorization: Bearer ***"),
     (f"401 {KEY}", "401 ***"),
     ("nothing secret here", "nothing secret here"),
 ]
@@ -407,3 +408,26 @@ def test_sessions_show_masks_a_transcript_written_before_redaction(
 def test_public_api_exports_register_secret_and_redact() -> None:
     assert openclaw_runtime.register_secret is register_secret
     assert openclaw_runtime.redact is redact
+
+
+@pytest.mark.anyio
+async def test_the_steering_queue_file_never_holds_a_secret(tmp_path: Path) -> None:
+    from openclaw_runtime.runner.steering import (
+        JsonFileSteeringStore,
+        SubagentRunRecord,
+        upsert_subagent_run,
+    )
+
+    store = JsonFileSteeringStore(tmp_path / "steering" / "runs.json")
+    record = SubagentRunRecord.completed(
+        run_id="run-1",
+        requester_session_key="agent:main:main",
+        created_at=1_000,
+        ended_at=2_000,
+        task="print the environment",
+        result_text=f"OPENAI_API_KEY={KEY}",
+    )
+    await upsert_subagent_run(store, record)
+    assert KEY.encode() not in (tmp_path / "steering" / "runs.json").read_bytes()
+    loaded = await store.load()
+    assert "OPENAI_API_KEY=***" in json.dumps(loaded["run-1"].model_dump(mode="json"))

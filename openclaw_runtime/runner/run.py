@@ -51,7 +51,7 @@ from ..failover import (
 )
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
-from ..redaction import package_logger, redact_dataclass
+from ..redaction import package_logger, redact_event
 from ..transcript import validate_session_id
 from ..transcript.store import SessionManager
 from .attempt import AttemptOutcome, collect_attempt_facts
@@ -103,8 +103,6 @@ if TYPE_CHECKING:
 __all__ = ["RunEventCallback", "RunFailoverError", "run_embedded_agent"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
-#: Events sent for every streamed delta: no per-delta redaction work (see ``emit``).
-_STREAMED_EVENTS = frozenset({"message_update"})
 
 RunEventCallback = Callable[[Event], Awaitable[None] | None]
 
@@ -158,8 +156,7 @@ class _Run:
         """To the caller's callback and the plugins' ``on_agent_event``; an observer that
         raises is logged and ignored (it must not change the run). Run-level events are
         redacted here (streamed deltas are not: their error texts are masked at the source)."""
-        if event.type not in _STREAMED_EVENTS:
-            event = redact_dataclass(event)
+        event = redact_event(event)
         callback = self.on_event
         if callback is not None:
             try:

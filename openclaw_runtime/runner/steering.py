@@ -47,7 +47,7 @@ from pydantic.alias_generators import to_camel
 
 from .._exceptions import OpenClawRuntimeError
 from .._files import atomic_write
-from ..redaction import package_logger
+from ..redaction import contains_secret, package_logger, redact_data
 
 __all__ = [
     "MAX_MERGED_STEERING_CHARS",
@@ -736,6 +736,8 @@ class JsonFileSteeringStore:
 
     def _write(self, document: dict[str, Any]) -> None:
         payload = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+        if contains_secret(payload):  # sub-agent results are text from models and tools
+            payload = orjson.dumps(redact_data(document), option=orjson.OPT_INDENT_2) + b"\n"
         try:
             atomic_write(self.path, payload, tag="steering")
         except OSError as exc:
