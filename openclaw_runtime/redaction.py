@@ -19,11 +19,11 @@ What is masked:
 * ``redact_diagnostic`` also masks ``api_key=…``/``"token": "…"``/``password: …`` assignments,
   for error and log text only (in conversation text they are too often legitimate words).
 
-Cost: the common case (nothing matches) is one search of one precompiled alternation of plain
-literals — the registered values and the shapes' hints (``sk-``, ``AIza``, ``earer``,
-``asic``) — rebuilt only when a new secret is registered: a few µs for 2 KB of text. The
-shapes' regexes run only on text that holds their hint. Nothing here is called per streamed
-delta.
+Cost: the common case (nothing matches) is a few substring tests for the shapes' hints
+(``sk-``, ``AIza``, ``earer``, ``asic``) and one search of one precompiled alternation of the
+registered values, rebuilt only when a new secret is registered: a few µs for 2 KB of text.
+The shapes' regexes run only on text that holds their hint. Nothing here is called per
+streamed delta.
 
 This module imports nothing from the rest of the package, so every layer may use it.
 """
@@ -42,7 +42,7 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "MIN_SECRET_LENGTH",
     "REDACTED",
-    "STREAMED_EVENT_TYPES",
+    "UNCHECKED_EVENT_TYPES",
     "RedactingFilter",
     "clear_registered_secrets",
     "contains_secret",
@@ -87,10 +87,12 @@ _SHAPES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     ),
 )
 _HINTS = ("sk-", "AIza", *_BEARER_HINTS, *_BASIC_HINTS)
+_HINTS_BYTES = tuple(hint.encode("ascii") for hint in _HINTS)
 _ASSIGNMENT = (
     r"(?i:\b((?:x-)?(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret"
     r"|password|authorization)[\"']?\s*[=:]\s*[\"']?))(?!(?i:bearer|basic)\s)[^\s\"',;&}]{6,}"
 )
+_ASSIGNMENT_HINTS = ("key", "token", "secret", "password", "authorization")
 _SHAPE_RES = tuple((hints, re.compile(p), r) for hints, p, r in _SHAPES)
 _ASSIGNMENT_RE = re.compile(_ASSIGNMENT)
 
@@ -100,27 +102,34 @@ _raw_count = 0
 
 
 class _Matchers:
-    """The registered secrets and the shapes' hints, compiled; swapped whole (readers never
-    lock). ``first`` is one alternation of plain literals (hints and secrets), which the
-    regex engine scans quickly: the fast path is one ``first.search``."""
+    """The registered secrets, compiled; swapped whole (readers never lock). ``literal`` is
+    one alternation of the plain registered values, which the regex engine scans quickly."""
 
-    __slots__ = ("first", "first_bytes", "secrets")
+    __slots__ = ("literal", "literal_bytes", "secrets")
 
     def __init__(self, secrets: Iterable[str]) -> None:
         ordered = sorted(secrets, key=len, reverse=True)
         self.secrets: tuple[str, ...] = tuple(ordered)
-        literals = [*ordered, *_HINTS]
-        self.first = re.compile("|".join(map(re.escape, literals)))
+        self.literal = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         # serialized JSON is UTF-8: the same alternation over bytes, without a decode
-        self.first_bytes = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in literals))
+        self.literal_bytes = (
+            re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            if ordered
+            else None
+        )
 
 
 _matchers = _Matchers(())
 
 
 def _may_match(text: str, matchers: _Matchers) -> bool:
-    """The fast path: could anything in ``text`` need masking?"""
-    return matchers.first.search(text) is not None
+    """The fast path: could anything in ``text`` need masking? A few substring tests for
+    the shapes' hints (faster than any regex alternation) and one search for the secrets."""
+    for hint in _HINTS:
+        if hint in text:
+            return True
+    pattern = matchers.literal
+    return pattern is not None and pattern.search(text) is not None
 
 
 def _forms(value: str) -> set[str]:
@@ -193,8 +202,12 @@ def contains_secret(text: str | bytes) -> bool:
     ``False`` is certain."""
     matchers = _matchers
     if isinstance(text, bytes):
-        return matchers.first_bytes.search(text) is not None
-    return matchers.first.search(text) is not None
+        for hint in _HINTS_BYTES:
+            if hint in text:
+                return True
+        pattern = matchers.literal_bytes
+        return pattern is not None and pattern.search(text) is not None
+    return _may_match(text, matchers)
 
 
 def _spans(text: str, matchers: _Matchers, diagnostic: bool) -> list[tuple[int, int, str]]:
@@ -225,11 +238,15 @@ def _spans(text: str, matchers: _Matchers, diagnostic: bool) -> list[tuple[int, 
     return merged
 
 
+def _may_assign(text: str) -> bool:
+    """Could ``text`` hold a ``key=value`` credential (``redact_diagnostic`` only)?"""
+    lowered = text.lower()
+    return any(hint in lowered for hint in _ASSIGNMENT_HINTS)
+
+
 def _redact(text: str, diagnostic: bool) -> str:
     matchers = _matchers
-    if not _may_match(text, matchers) and not (
-        diagnostic and _ASSIGNMENT_RE.search(text) is not None
-    ):
+    if not _may_match(text, matchers) and not (diagnostic and _may_assign(text)):
         return text
     spans = _spans(text, matchers, diagnostic)
     if not spans:
@@ -290,37 +307,78 @@ def redact_data(value: Any, *, diagnostic: bool = False) -> Any:
     return value
 
 
+_DATA_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    names = _DATA_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+        _DATA_FIELDS[cls] = names
+    return names
+
+
+def _collect_strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                out.append(key)
+            _collect_strings(item, out)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect_strings(item, out)
+
+
 def redact_dataclass(obj: Any, *, diagnostic: bool = True) -> Any:
     """A dataclass instance (an event) with its string, dict and list fields redacted.
 
     Returns ``obj`` itself when nothing changed, else a copy (``dataclasses.replace``); fields
-    holding other objects (messages, nested events) are left to their own producers.
+    holding other objects (messages, nested events) are left to their own producers. Every
+    string of the instance is checked in one search first, so a clean event costs one
+    regex search over its joined text.
     """
-    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+    cls = type(obj)
+    if isinstance(obj, type) or not dataclasses.is_dataclass(cls):
+        return obj
+    names = _init_fields(cls)
+    strings: list[str] = []
+    for name in names:
+        _collect_strings(getattr(obj, name), strings)
+    if not strings:
+        return obj
+    joined = "\x00".join(strings)
+    if not _may_match(joined, _matchers) and not (diagnostic and _may_assign(joined)):
         return obj
     changes: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        if not f.init:
-            continue
-        value = getattr(obj, f.name)
+    for name in names:
+        value = getattr(obj, name)
         if isinstance(value, str | dict | list | tuple):
             redacted = redact_data(value, diagnostic=diagnostic)
             if redacted is not value:
-                changes[f.name] = redacted
+                changes[name] = redacted
     return dataclasses.replace(obj, **changes) if changes else obj
 
 
-#: Event types sent once per streamed delta: never walked (their error texts are masked where
-#: provider failures enter), so redaction adds no per-delta work.
-STREAMED_EVENT_TYPES = frozenset(
-    {"message_update", "text_delta", "thinking_delta", "toolcall_delta"}
+#: Event types never walked: those sent once per streamed delta (their error texts are masked
+#: where provider failures enter, so redaction adds no per-delta work) and those whose fields
+#: are only ids, names, numbers and messages (messages are masked where their text enters:
+#: provider failures, tool results). Every other event type is checked, new ones included.
+UNCHECKED_EVENT_TYPES = frozenset(
+    {
+        *("message_update", "text_delta", "thinking_delta", "toolcall_delta"),
+        *("agent_start", "turn_start", "message_start", "message_end", "turn_end"),
+        *("agent_end", "lane_wait", "lane_acquired", "run_start"),
+        *("fallback_attempt_start", "fallback_succeeded"),
+    }
 )
 
 
 def redact_event(event: Any) -> Any:
-    """An event (a dataclass with a ``type``) with its text fields redacted, unless it is one
-    of the per-delta ``STREAMED_EVENT_TYPES``; itself when nothing changed."""
-    if getattr(event, "type", None) in STREAMED_EVENT_TYPES:
+    """An event (a dataclass with a ``type``) with its text fields redacted, unless its type
+    is in ``UNCHECKED_EVENT_TYPES``; itself when nothing changed."""
+    if getattr(event, "type", None) in UNCHECKED_EVENT_TYPES:
         return event
     return redact_dataclass(event)
 
