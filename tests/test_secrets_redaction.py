@@ -12,6 +12,7 @@ import importlib
 import json
 import logging
 import pkgutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 import openclaw_runtime
@@ -431,3 +434,40 @@ async def test_the_steering_queue_file_never_holds_a_secret(tmp_path: Path) -> N
     assert KEY.encode() not in (tmp_path / "steering" / "runs.json").read_bytes()
     loaded = await store.load()
     assert "OPENAI_API_KEY=***" in json.dumps(loaded["run-1"].model_dump(mode="json"))
+
+
+@pytest.fixture
+def scratch_registry() -> Iterator[None]:
+    """Random values registered by a property test must not mask text in later tests."""
+    saved = (set(redaction._secrets), redaction._raw_count, redaction._matchers)
+    yield
+    with redaction._lock:
+        redaction._secrets.clear()
+        redaction._secrets.update(saved[0])
+        redaction._raw_count, redaction._matchers = saved[1], saved[2]
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=st.text(max_size=40),
+    after=st.text(max_size=40),
+    secret=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",)),
+        min_size=MIN_SECRET_LENGTH,
+        max_size=30,
+    ).filter(lambda s: s.strip() == s and len(s) >= MIN_SECRET_LENGTH),
+)
+def test_a_registered_secret_never_survives_in_text_or_json(
+    scratch_registry: None, before: str, after: str, secret: str
+) -> None:
+    register_secret(secret)
+    text = before + secret + after
+    assert secret not in redact(text)
+    assert secret not in redact_diagnostic(text)
+    record = {"type": "message", "text": text, "nested": [{"k": text}]}
+    line = encode_record(record)
+    decoded = orjson.loads(line)  # still valid JSON
+    assert secret not in json.dumps(decoded, ensure_ascii=False)
+    assert secret.encode() not in line
