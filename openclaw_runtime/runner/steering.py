@@ -719,7 +719,7 @@ class JsonFileSteeringStore:
             self._swept = True
             remove_stale_temps(self.path.parent, [self.path.name])
         try:
-            document = load_or_set_aside(
+            document: dict[str, Any] = load_or_set_aside(
                 self.path,
                 self._parse,
                 dict,
