@@ -202,6 +202,11 @@ class RuntimeConfig(_Section):
         if target.exists():
             try:
                 data = tomllib.loads(target.read_text(encoding="utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"cannot read config file {str(target)!r}: not UTF-8 text "
+                    f"(invalid byte at offset {exc.start})"
+                ) from None
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 raise ConfigurationError(f"cannot read config file {str(target)!r}: {exc}") from exc
         elif explicit:

@@ -15,7 +15,10 @@ Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records
   reject, so ``droppedBlankUserMessages`` stays 0. Blank text blocks next to media are removed;
 * trailing assistant entries that ended in ``stopReason: "error"`` are dropped (they would make
   Anthropic answer 400 "does not support assistant message prefill"); a normal completed
-  trailing assistant is kept;
+  trailing assistant is kept. The store's own loader (``keep_error_turns``) skips this rule and
+  the empty-error-turn rewrite: what the store wrote is loaded as written;
+* a content block that is not an object with a string ``type`` (a list or an object there
+  breaks every later run) is moved to the side file and removed from its entry;
 * before the file is replaced the original is copied to ``<file>.bak-<pid>-<ms>``, the new
   content goes to a temp file that is renamed over the session. A second run changes nothing.
 """
@@ -38,6 +41,7 @@ from .jsonl import (
     atomic_write,
     encode_record,
     keep_invalid_lines,
+    open_side_file,
     parse_session_bytes,
     session_lock,
 )
@@ -76,6 +80,7 @@ class RepairReport:
     dropped_blank_user_messages: int = 0
     rewritten_user_messages: int = 0
     dropped_trailing_assistant_messages: int = 0
+    set_aside_blocks: int = 0
     backup_path: str | None = None
     invalid_lines_path: str | None = None
     reason: str | None = None
@@ -92,12 +97,14 @@ class RepairPlan:
     rewritten_user_messages: int = 0
     dropped_blank_user_messages: int = 0
     dropped_trailing_assistant_messages: int = 0
+    set_aside_blocks: int = 0
 
     @property
     def needed(self) -> bool:
         """Whether the file on disk differs from the plan."""
         return bool(
             self.invalid
+            or self.set_aside_blocks
             or self.rewritten_assistant_messages
             or self.rewritten_user_messages
             or self.dropped_blank_user_messages
@@ -149,16 +156,67 @@ def _is_error_assistant(entry: dict[str, Any]) -> bool:
     return message.get("role") == "assistant" and message.get("stopReason") == "error"
 
 
-def plan_session_repair(parsed: ParsedSession) -> RepairPlan:
-    """Apply the per-record rules and the trailing-error rule to one parse (pure)."""
+def _is_usable_block(block: Any) -> bool:
+    kind = block.get("type") if type(block) is dict else None
+    return type(kind) is str and bool(kind)
+
+
+def _line_number(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def set_aside_unusable_blocks(
+    entry: dict[str, Any], *, line_number: int
+) -> tuple[dict[str, Any], list[InvalidLine]] | None:
+    """The entry without content blocks that are not objects with a string ``type`` (a list
+    or an object there breaks every later run), and those blocks as side-file records; or
+    ``None`` when every block is usable. Covers ``message`` and ``custom_message`` content."""
+    holder = entry.get("message") if entry.get("type") == "message" else entry
+    if entry.get("type") not in ("message", "custom_message") or type(holder) is not dict:
+        return None
+    content = holder.get("content")
+    if type(content) is not list or all(_is_usable_block(block) for block in content):
+        return None
+    kept = [block for block in content if _is_usable_block(block)]
+    aside = [
+        InvalidLine(
+            line_number,
+            encode_record({"entryId": entry.get("id"), "index": index, "block": block})[:-1],
+            "content block without a string type (set aside from its entry)",
+            True,
+        )
+        for index, block in enumerate(content)
+        if not _is_usable_block(block)
+    ]
+    fixed = {**holder, "content": kept}
+    return ({**entry, "message": fixed} if holder is not entry else fixed), aside
+
+
+def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False) -> RepairPlan:
+    """Apply the per-record rules and the trailing-error rule to one parse (pure).
+
+    ``keep_error_turns`` is the store's own loader (``SessionManager.open``): it takes what
+    the store writes as is, so assistant error turns (``content: []`` included, as OpenClaw
+    writes them) are neither rewritten nor dropped from the end; the replay pipeline already
+    keeps failed turns away from providers.
+    """
     entries = parsed.entries
     out: list[dict[str, Any]] = []
     changed: list[bool] = []
     plan = RepairPlan(out, changed, list(parsed.invalid))
-    for entry in entries:
+    for index, entry in enumerate(entries):
+        touched = False
+        if entry["type"] in ("message", "custom_message"):
+            line = _line_number(parsed.data, parsed.spans[index][0]) if parsed.spans else 0
+            cleaned = set_aside_unusable_blocks(entry, line_number=line)
+            if cleaned is not None:
+                entry, aside = cleaned
+                plan.invalid.extend(aside)
+                plan.set_aside_blocks += len(aside)
+                touched = True
         if entry["type"] == "message":
             role = entry["message"]["role"]
-            if role == "assistant":
+            if role == "assistant" and not keep_error_turns:
                 fixed = repair_assistant_entry(entry)
                 if fixed is not None:
                     out.append(fixed)
@@ -173,8 +231,8 @@ def plan_session_repair(parsed: ParsedSession) -> RepairPlan:
                     plan.rewritten_user_messages += 1
                     continue
         out.append(entry)
-        changed.append(False)
-    while out and _is_error_assistant(out[-1]):
+        changed.append(touched)
+    while out and not keep_error_turns and _is_error_assistant(out[-1]):
         out.pop()
         changed.pop()
         plan.dropped_trailing_assistant_messages += 1
@@ -196,6 +254,8 @@ def summarize_repair(report: RepairReport) -> str:
         parts.append(
             f"dropped {report.dropped_trailing_assistant_messages} trailing assistant message(s)"
         )
+    if report.set_aside_blocks:
+        parts.append(f"set aside {report.set_aside_blocks} unusable content block(s)")
     return ", ".join(parts) if parts else "no changes"
 
 
@@ -227,25 +287,33 @@ def write_repair(
     kept_at: str,
 ) -> tuple[str, str | None]:
     """Back up, keep bad lines aside, and atomically replace the file; returns the paths."""
+    backup = write_backup(session_file, parsed.data, now_ms=now_ms)
+    side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
+    atomic_write(session_file, render_repaired(parsed, plan), tag="repair")
+    return backup, None if side is None else str(side)
+
+
+def write_backup(session_file: Path, data: bytes, *, now_ms: int) -> str:
+    """Copy ``data`` (the file before a repair) to ``<file>.bak-<pid>-<ms>`` (fsynced, same
+    mode, never through a symbolic link); returns its path."""
     backup = session_file.with_name(f"{session_file.name}.bak-{os.getpid()}-{now_ms}")
     mode = os.stat(session_file).st_mode & 0o7777
-    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = open_side_file(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(parsed.data)
+        view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
-    side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
-    atomic_write(session_file, render_repaired(parsed, plan), tag="repair")
-    return str(backup), None if side is None else str(side)
+    return str(backup)
 
 
 def report_for(plan: RepairPlan, **extra: Any) -> RepairReport:
     """A report of ``plan``'s counters."""
     return RepairReport(
-        dropped_lines=len(plan.invalid),
+        dropped_lines=len(plan.invalid) - plan.set_aside_blocks,
+        set_aside_blocks=plan.set_aside_blocks,
         rewritten_assistant_messages=plan.rewritten_assistant_messages,
         dropped_blank_user_messages=plan.dropped_blank_user_messages,
         rewritten_user_messages=plan.rewritten_user_messages,
