@@ -209,6 +209,10 @@ class RuntimeConfig(_Section):
                 ) from None
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 raise ConfigurationError(f"cannot read config file {str(target)!r}: {exc}") from exc
+            except RecursionError:  # tomllib recurses once per nested array or table
+                raise ConfigurationError(
+                    f"cannot read config file {str(target)!r}: values are nested too deeply"
+                ) from None
         elif explicit:
             raise ConfigurationError(f"config file {str(target)!r} does not exist")
         overridden = _apply_env_overrides(data, os.environ)

@@ -19,6 +19,9 @@ Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records
   the empty-error-turn rewrite: what the store wrote is loaded as written;
 * a content block that is not an object with a string ``type`` (a list or an object there
   breaks every later run) is moved to the side file and removed from its entry;
+* an entry that reuses an earlier entry's id, or links (``parentId``, a leaf's ``targetId``)
+  to itself or to a later entry, is malformed: writers only link backwards, so it can only
+  come from damage, and it would make a cycle that no run could walk;
 * before the file is replaced the original is copied to ``<file>.bak-<pid>-<ms>``, the new
   content goes to a temp file that is renamed over the session. A second run changes nothing.
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,6 +101,8 @@ class RepairPlan:
     dropped_blank_user_messages: int = 0
     dropped_trailing_assistant_messages: int = 0
     set_aside_blocks: int = 0
+    #: Byte range in the parsed data of each planned entry (parallel to ``entries``).
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def needed(self) -> bool:
@@ -192,6 +197,28 @@ def set_aside_unusable_blocks(
     return ({**entry, "message": fixed} if holder is not entry else fixed), aside
 
 
+def _first_positions(entries: list[dict[str, Any]]) -> dict[str, int]:
+    positions: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        positions.setdefault(entry["id"], index)
+    return positions
+
+
+def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> str | None:
+    """Why an entry would break the tree (a reused id, or a link to itself or to a later
+    entry, which makes a cycle), or ``None``. Writers only ever link to earlier entries, so
+    these come from damage; a link to an entry that is simply gone is left to the tree."""
+    if first_seen[entry["id"]] != index:
+        return "reuses the id of an earlier entry"
+    links = [entry.get("parentId")]
+    if entry["type"] == "leaf":
+        links.append(entry.get("targetId"))
+    for link in links:
+        if link is not None and first_seen.get(link, -1) >= index:
+            return "links to itself or to a later entry"
+    return None
+
+
 def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False) -> RepairPlan:
     """Apply the per-record rules and the trailing-error rule to one parse (pure).
 
@@ -204,10 +231,19 @@ def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False
     out: list[dict[str, Any]] = []
     changed: list[bool] = []
     plan = RepairPlan(out, changed, list(parsed.invalid))
+    spans = plan.spans
+    first_seen = _first_positions(entries)
     for index, entry in enumerate(entries):
+        span = parsed.spans[index] if index < len(parsed.spans) else (0, 0)
+        broken = _broken_link(entry, index, first_seen)
+        if broken is not None:
+            line = _line_number(parsed.data, span[0])
+            plan.invalid.append(InvalidLine(line, parsed.data[span[0] : span[1]], broken, True))
+            continue
+        spans.append(span)
         touched = False
         if entry["type"] in ("message", "custom_message"):
-            line = _line_number(parsed.data, parsed.spans[index][0]) if parsed.spans else 0
+            line = _line_number(parsed.data, span[0])
             cleaned = set_aside_unusable_blocks(entry, line_number=line)
             if cleaned is not None:
                 entry, aside = cleaned
@@ -235,6 +271,7 @@ def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False
     while out and not keep_error_turns and _is_error_assistant(out[-1]):
         out.pop()
         changed.pop()
+        spans.pop()
         plan.dropped_trailing_assistant_messages += 1
     return plan
 
@@ -266,9 +303,7 @@ def render_repaired(parsed: ParsedSession, plan: RepairPlan) -> bytes:
     assert parsed.header_span is not None
     start, end = parsed.header_span
     chunks.append(data[start:end].rstrip(b"\r") + b"\n")
-    spans = parsed.spans
-    # Records are only rewritten in place or dropped from the end, so index i of the plan is
-    # index i of the parse.
+    spans = plan.spans
     for index, entry in enumerate(plan.entries):
         if plan.changed[index]:
             chunks.append(encode_record(entry))

@@ -66,7 +66,6 @@ from .jsonl import (
     session_lock,
 )
 from .repair import (
-    RepairPlan,
     RepairReport,
     plan_session_repair,
     repair_assistant_entry,
@@ -1203,7 +1202,7 @@ def _load(
             stat = os.stat(path)
     else:
         if not repair:
-            plan = RepairPlan(list(parsed.entries), [False] * len(parsed.entries), parsed.invalid)
+            plan = plan_session_repair(parsed, keep_error_turns=True)  # in memory only
         # The size we parsed, not the size now: a writer that appended since the read is
         # then noticed (and its entries read) before our next write.
         return _Tree.build(parsed.header, plan.entries), report, (os.stat(path).st_ino, len(data))
