@@ -72,10 +72,13 @@ class SessionIndex:
     def _lock(self) -> FileLock:
         return FileLock(str(self.path) + ".lock", timeout=self.lock_timeout)
 
-    def _load(self, *, locked: bool) -> tuple[dict[str, SessionIndexEntry], dict[str, Any]]:
+    def _sweep(self) -> None:
         if not self._swept:
             self._swept = True
             remove_stale_temps(self.path.parent, [self.path.name])
+
+    def _load(self, *, locked: bool) -> tuple[dict[str, SessionIndexEntry], dict[str, Any]]:
+        self._sweep()
         return load_or_set_aside(
             self.path,
             parse_session_index,
@@ -86,6 +89,7 @@ class SessionIndex:
         )
 
     def _read(self) -> dict[str, SessionIndexEntry]:
+        self._sweep()
         try:
             stat = self.path.stat()
         except FileNotFoundError:
