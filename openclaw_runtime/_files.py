@@ -1,17 +1,52 @@
-"""Writing small state files so readers see the old version or the new one, never half.
+"""Small state files: written so readers see the old version or the new one, never half,
+and read so that a damaged one never takes a run down.
 
 Shared by every file-backed store (transcripts, the auth-profile ledger, the steering queue,
-the session index): a temp file in the same folder, ``fsync``, ``os.replace``, then an
-``fsync`` of the folder where the OS allows it.
+the session index):
+
+* :func:`atomic_write`: a temp file in the same folder (named ``<file>.<tag>-<pid>-<hex>.tmp``
+  so the writer can be identified), ``fsync``, ``os.replace``, then an ``fsync`` of the folder
+  where the OS allows it;
+* :func:`remove_stale_temps`: temp files left by writers that were killed mid-write (their
+  pid is gone, or the file is older than any write could take) are removed when a store opens;
+* :func:`load_or_set_aside`: a state file that cannot be parsed is renamed next to itself
+  (``<file>.corrupt-<UTC time>-<pid>``), named in a warning, and the store starts empty —
+  the damaged bytes are kept for a human, the run goes on. ``openclaw-runtime doctor`` lists
+  such files (:func:`find_set_aside_files`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["atomic_write"]
+__all__ = [
+    "SET_ASIDE_MARKER",
+    "STALE_TEMP_AGE_S",
+    "DamagedStateFile",
+    "atomic_write",
+    "find_set_aside_files",
+    "is_set_aside_name",
+    "load_or_set_aside",
+    "remove_stale_temps",
+    "set_aside_damaged",
+]
+
+T = TypeVar("T")
+
+#: What the name of a set-aside (damaged) state file contains after the original name.
+SET_ASIDE_MARKER = ".corrupt-"
+#: A temp file this old is stale whoever wrote it: no atomic write of a state file takes an hour.
+STALE_TEMP_AGE_S = 3600.0
+_TEMP_RE = re.compile(r"(?P<target>.+)\.[A-Za-z0-9_]+-(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp", re.ASCII)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -64,3 +99,161 @@ def atomic_write(path: str | Path, content: bytes, *, tag: str = "rewrite") -> N
             os.unlink(temp)
         raise
     _fsync_dir(target.parent)
+
+
+# --------------------------------------------------------------------------- stale temp files
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this machine (zombies count as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, it is just not ours
+        return True
+    return True
+
+
+def temp_writer(name: str) -> tuple[str, int] | None:
+    """``(target file name, writer pid)`` when ``name`` is one of :func:`atomic_write`'s temp
+    files, else ``None``."""
+    match = _TEMP_RE.fullmatch(name)
+    return (match.group("target"), int(match.group("pid"))) if match else None
+
+
+def is_stale_temp(pid: int, age_s: float, *, own_pid: int, alive: Callable[[int], bool]) -> bool:
+    """Policy: a temp is stale when it is older than :data:`STALE_TEMP_AGE_S`, or when its
+    writer is another process that no longer exists. This process's own temps are in flight."""
+    if age_s >= STALE_TEMP_AGE_S:
+        return True
+    return pid != own_pid and not alive(pid)
+
+
+def remove_stale_temps(
+    directory: str | Path, target_names: Iterable[str] | None = None, *, now: float | None = None
+) -> list[Path]:
+    """Remove temp files of dead (or long-gone) writers in ``directory``; returns them.
+
+    Only names :func:`atomic_write` makes are considered (``<target>.<tag>-<pid>-<hex>.tmp``),
+    for the given ``target_names`` (default: any target). Never raises: cleanup is best-effort.
+    """
+    folder = Path(directory)
+    wanted = None if target_names is None else tuple(target_names)
+    moment = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        parsed = temp_writer(name)
+        if parsed is None or (wanted is not None and parsed[0] not in wanted):
+            continue
+        pid = parsed[1]
+        try:
+            stat = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        age = moment - stat.st_mtime
+        if not is_stale_temp(pid, age, own_pid=os.getpid(), alive=_pid_alive):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+# --------------------------------------------------------------------------- damaged files
+
+
+class DamagedStateFile(Exception):
+    """Raised by a state file's parser when the bytes cannot be its content (``reason`` says
+    why, without quoting the content: it may hold credentials)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def is_set_aside_name(name: str) -> bool:
+    """Whether a file name is one :func:`set_aside_damaged` gives."""
+    return SET_ASIDE_MARKER in name and not name.endswith((".tmp", ".lock"))
+
+
+def set_aside_damaged(path: str | Path, seen: bytes, *, now: datetime | None = None) -> Path | None:
+    """Rename the damaged file ``path`` to ``<name>.corrupt-<UTC time>-<pid>`` next to it.
+
+    Only when it still holds ``seen`` (the bytes the caller failed to parse): a file another
+    process replaced meanwhile is left alone and ``None`` returned (read it again). Call it
+    holding the store's writer lock, so no writer's fresh file is moved away.
+    """
+    target = Path(path)
+    try:
+        current = target.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    if current != seen:
+        return None
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    aside = target.with_name(
+        f"{target.name}{SET_ASIDE_MARKER}{stamp}-{os.getpid()}-{os.urandom(2).hex()}"
+    )
+    os.rename(target, aside)
+    _fsync_dir(target.parent)
+    return aside
+
+
+def load_or_set_aside(
+    path: str | Path,
+    parse: Callable[[bytes], T],
+    empty: Callable[[], T],
+    *,
+    what: str,
+    logger: logging.Logger,
+    lock: Callable[[], AbstractContextManager[object]] | None = None,
+) -> T:
+    """``parse`` the bytes of ``path``; a missing file gives ``empty()``.
+
+    When ``parse`` raises :class:`DamagedStateFile` the file is set aside
+    (:func:`set_aside_damaged`, under ``lock()`` when given: pass ``None`` when the caller
+    already holds the writer lock), a warning names both files, and ``empty()`` is returned.
+    Other read errors (``OSError``) propagate for the store to report.
+    """
+    target = Path(path)
+    for _ in range(5):
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return empty()
+        try:
+            return parse(data)
+        except DamagedStateFile as exc:
+            with lock() if lock is not None else contextlib.nullcontext():
+                aside = set_aside_damaged(target, data)
+            if aside is None:
+                continue  # replaced (or removed) meanwhile: read the new one
+            logger.warning(
+                "%s %s is damaged (%s); kept it aside as %s and started afresh",
+                what,
+                target,
+                exc.reason,
+                aside.name,
+            )
+            return empty()
+    return empty()
+
+
+def find_set_aside_files(directories: Iterable[str | Path]) -> list[Path]:
+    """Set-aside state files in ``directories`` (not recursive), sorted, duplicates removed."""
+    found: set[Path] = set()
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        found.update(Path(e.path) for e in entries if is_set_aside_name(e.name))
+    return sorted(found)

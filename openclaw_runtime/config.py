@@ -202,8 +202,17 @@ class RuntimeConfig(_Section):
         if target.exists():
             try:
                 data = tomllib.loads(target.read_text(encoding="utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"cannot read config file {str(target)!r}: not UTF-8 text "
+                    f"(invalid byte at offset {exc.start})"
+                ) from None
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 raise ConfigurationError(f"cannot read config file {str(target)!r}: {exc}") from exc
+            except RecursionError:  # tomllib recurses once per nested array or table
+                raise ConfigurationError(
+                    f"cannot read config file {str(target)!r}: values are nested too deeply"
+                ) from None
         elif explicit:
             raise ConfigurationError(f"config file {str(target)!r} does not exist")
         overridden = _apply_env_overrides(data, os.environ)

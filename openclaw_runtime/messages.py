@@ -147,7 +147,8 @@ _BLOCK_TAGS = frozenset({"text", "thinking", "image", "toolCall"})
 
 def _block_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _BLOCK_TAGS else "opaque"
+    # a list or an object as "type" is not hashable: it must fail validation, not raise
+    return kind if isinstance(kind, str) and kind in _BLOCK_TAGS else "opaque"
 
 
 ContentBlock: TypeAlias = Annotated[
@@ -291,7 +292,7 @@ _ROLE_TAGS = frozenset(
 
 def _role_tag(value: Any) -> str:
     role = value.get("role") if isinstance(value, dict) else getattr(value, "role", None)
-    return role if role in _ROLE_TAGS else "opaque"
+    return role if isinstance(role, str) and role in _ROLE_TAGS else "opaque"
 
 
 #: What a provider understands.

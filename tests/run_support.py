@@ -394,7 +394,7 @@ def jsonl_problems(path: Path) -> list[str]:
 def pending_repairs(path: Path) -> dict[str, int]:
     """What opening the session file would repair (nothing written): non-zero counts of
     the repair plan's changes."""
-    plan = plan_session_repair(parse_session_bytes(path.read_bytes()))
+    plan = plan_session_repair(parse_session_bytes(path.read_bytes()), keep_error_turns=True)
     counts = {
         "invalid_lines": len(plan.invalid),
         "rewritten_assistant_messages": plan.rewritten_assistant_messages,

@@ -156,13 +156,18 @@ def test_no_profiles(tmp_path):
     assert "no auth profiles" in result.output
 
 
-def test_corrupt_store_is_a_one_line_error(setup, monkeypatch):
+def test_corrupt_store_is_set_aside_with_a_warning(setup, monkeypatch, caplog):
     config, store = setup
-    store.write_text('{"profiles": {"x": {"key": "' + STORED_SECRET)
+    damaged = '{"profiles": {"x": {"key": "' + STORED_SECRET
+    store.write_text(damaged)
     monkeypatch.setenv("OPENCLAW_RUNTIME_RAISE_ERRORS", "0")
     result = run("--config", str(config), "profiles")
-    assert result.exit_code == 1
-    assert "not valid JSON" in result.output
+    assert result.exit_code == 0, result.output
+    (aside,) = store.parent.glob("auth-profiles.json.corrupt-*")
+    assert aside.read_text() == damaged
+    assert "not valid JSON" in caplog.text and aside.name in caplog.text
+    assert "openai:main" in result.output  # configured profiles are still listed
+    assert STORED_SECRET not in result.output + caplog.text
 
 
 def test_bad_auth_config_names_the_field(tmp_path, monkeypatch):

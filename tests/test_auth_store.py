@@ -230,27 +230,34 @@ async def test_blocking_file_io_runs_off_the_event_loop_thread(tmp_path):
     assert seen and seen[0] is not threading.current_thread()
 
 
-async def test_corrupt_file_is_reported_kept_and_bookkeeping_dropped(tmp_path, caplog):
+async def test_corrupt_file_is_set_aside_and_the_ledger_starts_empty(tmp_path, caplog):
     path = tmp_path / "auth-profiles.json"
-    path.write_text('{"profiles": {"x": {"key": "' + STORED_SECRET + '"}')  # truncated
+    damaged = '{"profiles": {"x": {"key": "' + STORED_SECRET + '"}'  # truncated
+    path.write_text(damaged)
     store = JsonFileAuthProfileStore(path, profiles=profiles())
-    with pytest.raises(AuthProfileStoreError) as info:
-        await store.load()
-    assert str(path) in str(info.value) and "not valid JSON" in str(info.value)
-    assert STORED_SECRET not in str(info.value)
-
     with caplog.at_level(logging.WARNING, logger="openclaw_runtime.auth"):
-        assert await mark_auth_profile_failure(store, "openai:a", "auth", now_ms=NOW) is None
-    assert "dropped auth profile bookkeeping" in caplog.text
+        state = await store.load()
+    assert set(state.profiles) == {p.id for p in profiles()}  # configured ones still there
+    assert not state.usage_stats
+    (aside,) = tmp_path.glob("auth-profiles.json.corrupt-*")
+    assert aside.read_text() == damaged  # kept byte for byte
+    assert not path.exists()
+    assert str(path) in caplog.text and aside.name in caplog.text and "not valid JSON" in caplog.text
     assert STORED_SECRET not in caplog.text
-    assert path.read_text().endswith("}")  # not overwritten
+
+    # bookkeeping goes on in a fresh ledger
+    assert await mark_auth_profile_failure(store, "openai:a", "auth", now_ms=NOW) is not None
+    assert json.loads(path.read_text())["usageStats"]["openai:a"]["errorCount"] == 1
+    assert aside.read_text() == damaged
 
 
-async def test_non_object_file_is_an_error(tmp_path):
+async def test_non_object_file_is_set_aside(tmp_path):
     path = tmp_path / "auth-profiles.json"
     path.write_text("[]")
-    with pytest.raises(AuthProfileStoreError, match="JSON object"):
-        await JsonFileAuthProfileStore(path).load()
+    state = await JsonFileAuthProfileStore(path).load()
+    assert not state.profiles
+    (aside,) = tmp_path.glob("auth-profiles.json.corrupt-*")
+    assert aside.read_text() == "[]"
 
 
 async def test_unparseable_stored_profile_is_skipped_without_its_secret(tmp_path, caplog):

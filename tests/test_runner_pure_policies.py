@@ -336,6 +336,10 @@ def test_run_request_rejects_bad_input() -> None:
 # --------------------------------------------------------------------------- storage
 
 
+def set_aside_contents(folder: Path) -> list[str]:
+    return [p.read_text() for p in folder.glob("index.json.corrupt-*")]
+
+
 @pytest.mark.anyio
 async def test_session_index_binds_and_backfills(tmp_path: Path) -> None:
     index = SessionIndex(tmp_path / "index.json")
@@ -347,11 +351,12 @@ async def test_session_index_binds_and_backfills(tmp_path: Path) -> None:
     assert index.lookup_key("s2") == "slack:9"
     other = SessionIndex(tmp_path / "index.json")  # another process sees the same
     assert other.entries().keys() == {"telegram:1", "slack:9"}
+    # a damaged index is set aside (kept byte for byte) and starts empty
     (tmp_path / "index.json").write_text("{not json")
-    from openclaw_runtime._exceptions import TranscriptError
-
-    with pytest.raises(TranscriptError, match="not valid JSON"):
-        SessionIndex(tmp_path / "index.json").lookup_id("x")
+    assert SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") is None
+    assert set_aside_contents(tmp_path) == ["{not json"]
+    await index.bind("telegram:1", "s3")
+    assert SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") == "s3"
 
 
 @pytest.mark.anyio

@@ -259,19 +259,24 @@ async def test_unknown_rows_do_not_move_the_visible_leaf(tmp_path):
     assert [e["id"] for e in manager.get_branch()] == ["active-root"]
 
 
-async def test_cycles_are_detected(tmp_path):
-    path = tmp_path / "s1.jsonl"
-    write_lines(
-        path,
-        [
-            HEADER,
-            entry("custom", "a", "b", customType="x"),
-            entry("custom", "b", "a", customType="x"),
-        ],
-    )
-    manager = await SessionManager.open(path)
+async def test_cycles_are_detected_and_a_damaged_file_cannot_hold_one(tmp_path):
+    from openclaw_runtime.transcript.entries import path_to_root
+
+    a = entry("custom", "a", "b", customType="x")
+    b = entry("custom", "b", "a", customType="x")
     with pytest.raises(SessionPathError, match="Cycle found at entry"):
-        manager.get_branch()
+        path_to_root("b", {"a": a, "b": b}, {})
+    # writers only link backwards: the loader keeps the forward link aside, so no cycle
+    path = tmp_path / "s1.jsonl"
+    write_lines(path, [HEADER, a, b])
+    for repair in (False, True):
+        manager = await SessionManager.open(path, repair=repair)
+        assert [e["id"] for e in manager.get_branch()] == ["b"]
+    kept = [
+        json.loads(line) for line in (tmp_path / "s1.jsonl.invalid.jsonl").read_text().splitlines()
+    ]
+    assert [json.loads(k["raw"])["id"] for k in kept] == ["a"]
+    assert kept[0]["reason"] == "links to itself or to a later entry"
     with pytest.raises(SessionPathError, match="Entry zz not found"):
         manager.get_path_to_root("zz")
 
@@ -541,8 +546,10 @@ async def test_open_errors_are_clear(tmp_path):
     (tmp_path / "dir.jsonl").mkdir()
     with pytest.raises(TranscriptError, match="is a directory"):
         await SessionManager.open(tmp_path / "dir.jsonl")
+    # nothing in it looks like a session (a damaged header before intact entries is repaired:
+    # see test_transcript_disk_state.py)
     bad = tmp_path / "bad.jsonl"
-    write_lines(bad, [{"type": "message", "id": "m"}, entry("custom", "a", None)])
+    write_lines(bad, [{"type": "message", "id": "m"}, {"hello": "world"}])
     with pytest.raises(TranscriptError, match="invalid session header"):
         await SessionManager.open(bad)
     assert lines(bad)[0] == {"type": "message", "id": "m"}  # untouched

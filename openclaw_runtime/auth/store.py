@@ -29,7 +29,7 @@ import filelock
 import orjson
 
 from .._exceptions import ConfigurationError, OpenClawRuntimeError
-from .._files import atomic_write
+from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
 from ..redaction import package_logger
 from .cooldown import (
     DEFAULT_AUTH_COOLDOWN_POLICY,
@@ -597,7 +597,9 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
 
     Reads need no lock (the file is only ever replaced whole); updates hold
     ``<file>.lock`` while they read, apply and write. Profiles from config (``profiles``) are
-    merged into every snapshot but never written to the file.
+    merged into every snapshot but never written to the file. A file that cannot be parsed
+    is set aside as ``<file>.corrupt-<time>-<pid>`` with a warning and the ledger starts
+    empty (``_files.load_or_set_aside``): a damaged ledger never stops a run.
     """
 
     def __init__(
@@ -612,35 +614,53 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
         self.lock_timeout = lock_timeout
         self._loaded: tuple[tuple[int, int, int], AuthProfileStoreState] | None = None
         self._configured = _profiles_by_id(profiles)
+        self._swept = False  # stale temp files of dead writers removed (once, at first read)
 
     def __repr__(self) -> str:
         return f"JsonFileAuthProfileStore({str(self.path)!r})"
 
     # synchronous core (runs in a worker thread) ---------------------------------------------
 
-    def _read_document(self) -> dict[str, Any]:
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise AuthProfileStoreError(
-                f"cannot read auth profile store {str(self.path)!r}: {exc.strerror}"
-            ) from None
+    @staticmethod
+    def _parse_document(data: bytes) -> dict[str, Any]:
         if not data.strip():
             return {}
         try:
             document = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise AuthProfileStoreError(
-                f"auth profile store {str(self.path)!r} is not valid JSON (line {exc.lineno}, "
-                f"column {exc.colno}); fix it or move it aside"
+            # no excerpt of the bytes: the file holds credentials
+            raise DamagedStateFile(
+                f"not valid JSON at line {exc.lineno}, column {exc.colno}"
             ) from None
         if not isinstance(document, dict):
-            raise AuthProfileStoreError(
-                f"auth profile store {str(self.path)!r} must hold a JSON object"
-            )
+            raise DamagedStateFile("not a JSON object")
         return document
+
+    def _file_lock(self) -> filelock.FileLock:
+        return filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
+
+    def _read_document(self, *, locked: bool = False) -> dict[str, Any]:
+        """The stored document; a damaged file is set aside (warning) and reads as empty."""
+        if not self._swept:
+            self._swept = True
+            remove_stale_temps(self.path.parent, [self.path.name])
+        try:
+            return load_or_set_aside(
+                self.path,
+                self._parse_document,
+                dict,
+                what="auth profile store",
+                logger=logger,
+                lock=None if locked else self._file_lock,
+            )
+        except OSError as exc:
+            raise AuthProfileStoreError(
+                f"cannot read auth profile store {str(self.path)!r}: {exc.strerror}"
+            ) from None
+        except filelock.Timeout:
+            raise AuthProfileStoreError(
+                f"timed out after {self.lock_timeout}s waiting for the lock {str(self.lock_path)!r}"
+            ) from None
 
     def _write_document(self, document: Mapping[str, Any]) -> None:
         payload = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
@@ -663,10 +683,9 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
             raise AuthProfileStoreError(
                 f"cannot create directory {str(self.path.parent)!r}: {exc.strerror}"
             ) from None
-        lock = filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
         try:
-            with lock:
-                document = self._read_document()
+            with self._file_lock():
+                document = self._read_document(locked=True)
                 before = state_from_document(document, self._configured)
                 after = fn(before)
                 if after is None or after is before:

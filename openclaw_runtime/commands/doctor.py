@@ -3,7 +3,8 @@
 It checks what a first run would trip over, in the order it would trip: the config, the
 state directory, the plugins (load errors, hook faults), the default model and fallbacks
 (registered, with a provider that speaks their API, with a key), the context engine, and
-every auth profile's credential (resolvable or not — never the value). Exit 1 on any fail.
+every auth profile's credential (resolvable or not — never the value), and state files that
+were found damaged and set aside (``*.corrupt-*``; a warning each). Exit 1 on any fail.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import anyio
 import click
 
 from .._exceptions import OpenClawRuntimeError
+from .._files import find_set_aside_files
 from .._runtime import Runtime
 from ..auth.profiles import AuthProfile
 from ..config import CONFIG_FILENAME, ENV_CONFIG, ENV_MODEL, ENV_STATE_DIR, RuntimeConfig
@@ -231,6 +233,33 @@ def _auth(runtime: Runtime) -> tuple[list[Check], list[AuthProfile]]:
     return rows, list(profiles.values())
 
 
+def _set_aside(runtime: Runtime) -> list[Check]:
+    """One warning per damaged state file kept aside, and one for transcript lines kept aside."""
+    state = runtime.config.state_dir.expanduser()
+    sessions = state / "sessions"
+    folders = [state, sessions, state / "subagents", runtime.config.auth_store_path().parent]
+    rows = [
+        Check(
+            "warn", "set-aside file", f"{path}: damaged state file kept aside; inspect, then delete"
+        )
+        for path in find_set_aside_files(folders)
+    ]
+    try:
+        kept = sorted(p.name for p in sessions.glob("*.jsonl.invalid.jsonl"))
+    except OSError:
+        kept = []
+    if kept:
+        shown = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        rows.append(
+            Check(
+                "warn",
+                "set-aside file",
+                f"unreadable transcript lines kept in {shown} ({sessions})",
+            )
+        )
+    return rows
+
+
 def _why_unresolvable(profile: AuthProfile) -> str:
     credential = profile.credential
     if credential is None:
@@ -267,9 +296,10 @@ def run_checks(ctx: click.Context) -> list[Check]:
         model_rows = _models(runtime, profiles)
         engine = anyio.run(_context_engine, runtime)
         plugin_rows = _plugins(runtime)  # last: resolution above may record hook faults
+        aside_rows = _set_aside(runtime)  # after _auth: reading a damaged ledger sets it aside
     finally:
         runtime.close()
-    return [*checks, *plugin_rows, *model_rows, engine, *auth_rows]
+    return [*checks, *plugin_rows, *model_rows, engine, *auth_rows, *aside_rows]
 
 
 @click.command()

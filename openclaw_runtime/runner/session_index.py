@@ -4,11 +4,15 @@ Chat front-ends know their conversations by a key (``telegram:4711``); transcrip
 named by session id. The index maps one to the other so a run given only a key continues its
 session, and a run given only an id gets its key backfilled at the earliest point (OpenClaw's
 ``backfillSessionKey``), which lanes, hooks and engines need. It is a small JSON file written
-atomically under a file lock, so several processes can share a state directory.
+atomically under a file lock, so several processes can share a state directory. A damaged
+index is set aside (``index.json.corrupt-<time>-<pid>``, with a warning) and starts empty
+(``_files.load_or_set_aside``); entries this version cannot read are carried through writes.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -19,13 +23,41 @@ import anyio
 import orjson
 from filelock import FileLock
 
-from .._exceptions import TranscriptError
-from .._files import atomic_write
+from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
 
 __all__ = ["SessionIndex", "SessionIndexEntry"]
 
 T = TypeVar("T")
 SessionIndexEntry = dict[str, Any]
+logger = logging.getLogger("openclaw_runtime.sessions")
+
+
+def parse_session_index(data: bytes) -> tuple[dict[str, SessionIndexEntry], dict[str, Any]]:
+    """``(entries, unreadable)`` of an ``index.json``; ``DamagedStateFile`` when it is not one.
+
+    An entry that is not an object is unreadable: kept (and written back) but never used.
+    """
+    if not data.strip():
+        return {}, {}
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DamagedStateFile(f"not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise DamagedStateFile("not a JSON object")
+    sessions = document.get("sessions", {})
+    if not isinstance(sessions, dict):
+        raise DamagedStateFile('"sessions" is not an object')
+    index = {str(k): v for k, v in sessions.items() if isinstance(v, dict)}
+    unreadable = {str(k): v for k, v in sessions.items() if not isinstance(v, dict)}
+    return index, unreadable
+
+
+def _updated_at(entry: SessionIndexEntry) -> float:
+    value = entry.get("updatedAt")
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
 
 
 class SessionIndex:
@@ -35,8 +67,29 @@ class SessionIndex:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
         self._cache: tuple[tuple[int, int], dict[str, SessionIndexEntry]] | None = None
+        self._swept = False  # stale temp files of dead writers removed (once, at first read)
+
+    def _lock(self) -> FileLock:
+        return FileLock(str(self.path) + ".lock", timeout=self.lock_timeout)
+
+    def _sweep(self) -> None:
+        if not self._swept:
+            self._swept = True
+            remove_stale_temps(self.path.parent, [self.path.name])
+
+    def _load(self, *, locked: bool) -> tuple[dict[str, SessionIndexEntry], dict[str, Any]]:
+        self._sweep()
+        return load_or_set_aside(
+            self.path,
+            parse_session_index,
+            lambda: ({}, {}),
+            what="session index",
+            logger=logger,
+            lock=None if locked else self._lock,
+        )
 
     def _read(self) -> dict[str, SessionIndexEntry]:
+        self._sweep()
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -44,22 +97,19 @@ class SessionIndex:
         marker = (stat.st_ino, stat.st_mtime_ns)
         if self._cache is not None and self._cache[0] == marker:
             return self._cache[1]
-        try:
-            data = orjson.loads(self.path.read_bytes() or b"{}")
-        except orjson.JSONDecodeError as exc:
-            raise TranscriptError(f"session index {self.path} is not valid JSON: {exc}") from exc
-        sessions = data.get("sessions", {}) if isinstance(data, dict) else {}
-        index = {str(k): v for k, v in sessions.items() if isinstance(v, dict)}
+        index = self._load(locked=False)[0]
         self._cache = (marker, index)
         return index
 
     def _update_sync(self, fn: Callable[[dict[str, SessionIndexEntry]], T]) -> T:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.path) + ".lock", timeout=self.lock_timeout):
+        with self._lock():
             self._cache = None
-            index = dict(self._read())
+            loaded, unreadable = self._load(locked=True)
+            index = dict(loaded)
             result = fn(index)
-            payload = orjson.dumps({"version": 1, "sessions": index}, option=orjson.OPT_INDENT_2)
+            sessions = {**unreadable, **index}
+            payload = orjson.dumps({"version": 1, "sessions": sessions}, option=orjson.OPT_INDENT_2)
             atomic_write(self.path, payload, tag="index")
             self._cache = None
             return result
@@ -75,7 +125,7 @@ class SessionIndex:
         best: tuple[float, str] | None = None
         for key, entry in self._read().items():
             if entry.get("sessionId") == session_id:
-                updated = float(entry.get("updatedAt") or 0)
+                updated = _updated_at(entry)
                 if best is None or updated > best[0]:
                     best = (updated, key)
         return best[1] if best else None

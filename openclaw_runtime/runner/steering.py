@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .._exceptions import OpenClawRuntimeError
-from .._files import atomic_write
+from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
 from ..redaction import contains_secret, package_logger, redact_data
 
 __all__ = [
@@ -686,40 +686,57 @@ class JsonFileSteeringStore:
 
     Updates hold ``<file>.lock`` while they read, apply and write; the file is replaced
     whole (temp file + fsync + ``os.replace``), so readers never see half a write. A stored
-    record that cannot be parsed is logged and carried through untouched, never dropped.
+    record that cannot be parsed is logged and carried through untouched, never dropped; a
+    file that cannot be parsed at all is set aside (``runs.json.corrupt-<time>-<pid>``, with a
+    warning) and the queue starts empty.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.path = Path(path).expanduser()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
+        self._swept = False  # stale temp files of dead writers removed (once, at first read)
 
     def __repr__(self) -> str:
         return f"JsonFileSteeringStore({str(self.path)!r})"
 
-    def _read(self) -> tuple[dict[str, Any], Runs, dict[str, Any]]:
+    @staticmethod
+    def _parse(data: bytes) -> dict[str, Any]:
+        if not data.strip():
+            return {}
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}, {}, {}
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise DamagedStateFile(f"not valid JSON ({exc})") from None
+        if not isinstance(document, dict) or not isinstance(document.get("runs"), dict):
+            raise DamagedStateFile('not an object with a "runs" object')
+        return document
+
+    def _file_lock(self) -> filelock.FileLock:
+        return filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
+
+    def _read(self, *, locked: bool = False) -> tuple[dict[str, Any], Runs, dict[str, Any]]:
+        if not self._swept:
+            self._swept = True
+            remove_stale_temps(self.path.parent, [self.path.name])
+        try:
+            document: dict[str, Any] = load_or_set_aside(
+                self.path,
+                self._parse,
+                dict,
+                what="steering store",
+                logger=logger,
+                lock=None if locked else self._file_lock,
+            )
         except OSError as exc:
             raise SteeringStoreError(
                 f"cannot read steering store {str(self.path)!r}: {exc.strerror}"
             ) from None
-        if not data.strip():
-            return {}, {}, {}
-        try:
-            document = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+        except filelock.Timeout:
             raise SteeringStoreError(
-                f"steering store {str(self.path)!r} is not valid JSON ({exc}); "
-                "fix it or move it aside"
+                f"timed out after {self.lock_timeout}s waiting for {str(self.lock_path)!r}"
             ) from None
-        raw_runs = document.get("runs") if isinstance(document, dict) else None
-        if not isinstance(document, dict) or not isinstance(raw_runs, dict):
-            raise SteeringStoreError(
-                f'steering store {str(self.path)!r} must hold an object with a "runs" object'
-            )
+        raw_runs = document.get("runs") or {}
         runs: Runs = {}
         unreadable: dict[str, Any] = {}
         for run_id, raw in raw_runs.items():
@@ -757,10 +774,9 @@ class JsonFileSteeringStore:
             raise SteeringStoreError(
                 f"cannot create directory {str(self.path.parent)!r}: {exc.strerror}"
             ) from None
-        lock = filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
         try:
-            with lock:
-                document, runs, unreadable = self._read()
+            with self._file_lock():
+                document, runs, unreadable = self._read(locked=True)
                 before = {run_id: record.to_dict() for run_id, record in runs.items()}
                 result = fn(runs)
                 after = {run_id: record.to_dict() for run_id, record in runs.items()}

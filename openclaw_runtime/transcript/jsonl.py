@@ -43,6 +43,7 @@ __all__ = [
     "entry_problem",
     "invalid_lines_path",
     "keep_invalid_lines",
+    "open_side_file",
     "parse_session_bytes",
     "session_lock",
 ]
@@ -233,10 +234,24 @@ def keep_invalid_lines(
     return target
 
 
+def open_side_file(path: str | Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` for a file written next to a session (side file, backup): never through a
+    symbolic link, so a link planted in the sessions folder cannot redirect the write."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), mode)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise TranscriptError(
+                f"refusing to write {Path(path).name}: it is a symbolic link"
+            ) from None
+        raise exc
+
+
 def append_bytes(path: str | Path, payload: bytes, *, fsync: bool, create: bool = False) -> int:
-    """Append ``payload`` with ``O_APPEND``; returns the file size afterwards."""
-    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
-    fd = os.open(path, flags, 0o600)
+    """Append ``payload`` with ``O_APPEND``; returns the file size afterwards. ``create``
+    (side files) also refuses to follow a symbolic link."""
+    flags = os.O_WRONLY | os.O_APPEND
+    fd = open_side_file(path, flags | os.O_CREAT) if create else os.open(path, flags, 0o600)
     try:
         view = memoryview(payload)
         while view:

@@ -15,7 +15,13 @@ Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records
   reject, so ``droppedBlankUserMessages`` stays 0. Blank text blocks next to media are removed;
 * trailing assistant entries that ended in ``stopReason: "error"`` are dropped (they would make
   Anthropic answer 400 "does not support assistant message prefill"); a normal completed
-  trailing assistant is kept;
+  trailing assistant is kept. The store's own loader (``keep_error_turns``) skips this rule and
+  the empty-error-turn rewrite: what the store wrote is loaded as written;
+* a content block that is not an object with a string ``type`` (a list or an object there
+  breaks every later run) is moved to the side file and removed from its entry;
+* an entry that reuses an earlier entry's id, or links (``parentId``, a leaf's ``targetId``)
+  to itself or to a later entry, is malformed: writers only link backwards, so it can only
+  come from damage, and it would make a cycle that no run could walk;
 * before the file is replaced the original is copied to ``<file>.bak-<pid>-<ms>``, the new
   content goes to a temp file that is renamed over the session. A second run changes nothing.
 """
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,7 @@ from .jsonl import (
     atomic_write,
     encode_record,
     keep_invalid_lines,
+    open_side_file,
     parse_session_bytes,
     session_lock,
 )
@@ -77,6 +84,7 @@ class RepairReport:
     dropped_blank_user_messages: int = 0
     rewritten_user_messages: int = 0
     dropped_trailing_assistant_messages: int = 0
+    set_aside_blocks: int = 0
     backup_path: str | None = None
     invalid_lines_path: str | None = None
     reason: str | None = None
@@ -93,12 +101,16 @@ class RepairPlan:
     rewritten_user_messages: int = 0
     dropped_blank_user_messages: int = 0
     dropped_trailing_assistant_messages: int = 0
+    set_aside_blocks: int = 0
+    #: Byte range in the parsed data of each planned entry (parallel to ``entries``).
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def needed(self) -> bool:
         """Whether the file on disk differs from the plan."""
         return bool(
             self.invalid
+            or self.set_aside_blocks
             or self.rewritten_assistant_messages
             or self.rewritten_user_messages
             or self.dropped_blank_user_messages
@@ -150,16 +162,98 @@ def _is_error_assistant(entry: dict[str, Any]) -> bool:
     return message.get("role") == "assistant" and message.get("stopReason") == "error"
 
 
-def plan_session_repair(parsed: ParsedSession) -> RepairPlan:
-    """Apply the per-record rules and the trailing-error rule to one parse (pure)."""
+def _is_usable_block(block: Any) -> bool:
+    kind = block.get("type") if type(block) is dict else None
+    return type(kind) is str and bool(kind)
+
+
+def _line_number(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def set_aside_unusable_blocks(
+    entry: dict[str, Any], *, line_number: int
+) -> tuple[dict[str, Any], list[InvalidLine]] | None:
+    """The entry without content blocks that are not objects with a string ``type`` (a list
+    or an object there breaks every later run), and those blocks as side-file records; or
+    ``None`` when every block is usable. Covers ``message`` and ``custom_message`` content."""
+    holder = entry.get("message") if entry.get("type") == "message" else entry
+    if entry.get("type") not in ("message", "custom_message") or type(holder) is not dict:
+        return None
+    content = holder.get("content")
+    if type(content) is not list or all(_is_usable_block(block) for block in content):
+        return None
+    kept = [block for block in content if _is_usable_block(block)]
+    aside = [
+        InvalidLine(
+            line_number,
+            encode_record({"entryId": entry.get("id"), "index": index, "block": block})[:-1],
+            "content block without a string type (set aside from its entry)",
+            True,
+        )
+        for index, block in enumerate(content)
+        if not _is_usable_block(block)
+    ]
+    fixed = {**holder, "content": kept}
+    return ({**entry, "message": fixed} if holder is not entry else fixed), aside
+
+
+def _first_positions(entries: list[dict[str, Any]]) -> dict[str, int]:
+    positions: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        positions.setdefault(entry["id"], index)
+    return positions
+
+
+def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> str | None:
+    """Why an entry would break the tree (a reused id, or a link to itself or to a later
+    entry, which makes a cycle), or ``None``. Writers only ever link to earlier entries, so
+    these come from damage; a link to an entry that is simply gone is left to the tree."""
+    if first_seen[entry["id"]] != index:
+        return "reuses the id of an earlier entry"
+    links = [entry.get("parentId")]
+    if entry["type"] == "leaf":
+        links.append(entry.get("targetId"))
+    for link in links:
+        if link is not None and first_seen.get(link, -1) >= index:
+            return "links to itself or to a later entry"
+    return None
+
+
+def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False) -> RepairPlan:
+    """Apply the per-record rules and the trailing-error rule to one parse (pure).
+
+    ``keep_error_turns`` is the store's own loader (``SessionManager.open``): it takes what
+    the store writes as is, so assistant error turns (``content: []`` included, as OpenClaw
+    writes them) are neither rewritten nor dropped from the end; the replay pipeline already
+    keeps failed turns away from providers.
+    """
     entries = parsed.entries
     out: list[dict[str, Any]] = []
     changed: list[bool] = []
     plan = RepairPlan(out, changed, list(parsed.invalid))
-    for entry in entries:
+    spans = plan.spans
+    first_seen = _first_positions(entries)
+    for index, entry in enumerate(entries):
+        span = parsed.spans[index] if index < len(parsed.spans) else (0, 0)
+        broken = _broken_link(entry, index, first_seen)
+        if broken is not None:
+            line = _line_number(parsed.data, span[0])
+            plan.invalid.append(InvalidLine(line, parsed.data[span[0] : span[1]], broken, True))
+            continue
+        spans.append(span)
+        touched = False
+        if entry["type"] in ("message", "custom_message"):
+            line = _line_number(parsed.data, span[0])
+            cleaned = set_aside_unusable_blocks(entry, line_number=line)
+            if cleaned is not None:
+                entry, aside = cleaned
+                plan.invalid.extend(aside)
+                plan.set_aside_blocks += len(aside)
+                touched = True
         if entry["type"] == "message":
             role = entry["message"]["role"]
-            if role == "assistant":
+            if role == "assistant" and not keep_error_turns:
                 fixed = repair_assistant_entry(entry)
                 if fixed is not None:
                     out.append(fixed)
@@ -174,10 +268,11 @@ def plan_session_repair(parsed: ParsedSession) -> RepairPlan:
                     plan.rewritten_user_messages += 1
                     continue
         out.append(entry)
-        changed.append(False)
-    while out and _is_error_assistant(out[-1]):
+        changed.append(touched)
+    while out and not keep_error_turns and _is_error_assistant(out[-1]):
         out.pop()
         changed.pop()
+        spans.pop()
         plan.dropped_trailing_assistant_messages += 1
     return plan
 
@@ -197,6 +292,8 @@ def summarize_repair(report: RepairReport) -> str:
         parts.append(
             f"dropped {report.dropped_trailing_assistant_messages} trailing assistant message(s)"
         )
+    if report.set_aside_blocks:
+        parts.append(f"set aside {report.set_aside_blocks} unusable content block(s)")
     return ", ".join(parts) if parts else "no changes"
 
 
@@ -207,9 +304,7 @@ def render_repaired(parsed: ParsedSession, plan: RepairPlan) -> bytes:
     assert parsed.header_span is not None
     start, end = parsed.header_span
     chunks.append(data[start:end].rstrip(b"\r") + b"\n")
-    spans = parsed.spans
-    # Records are only rewritten in place or dropped from the end, so index i of the plan is
-    # index i of the parse.
+    spans = plan.spans
     for index, entry in enumerate(plan.entries):
         if plan.changed[index]:
             chunks.append(encode_record(entry))
@@ -228,25 +323,33 @@ def write_repair(
     kept_at: str,
 ) -> tuple[str, str | None]:
     """Back up, keep bad lines aside, and atomically replace the file; returns the paths."""
+    backup = write_backup(session_file, parsed.data, now_ms=now_ms)
+    side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
+    atomic_write(session_file, redact_bytes(render_repaired(parsed, plan)), tag="repair")
+    return backup, None if side is None else str(side)
+
+
+def write_backup(session_file: Path, data: bytes, *, now_ms: int) -> str:
+    """Copy ``data`` (the file before a repair) to ``<file>.bak-<pid>-<ms>`` (fsynced, same
+    mode, never through a symbolic link); returns its path."""
     backup = session_file.with_name(f"{session_file.name}.bak-{os.getpid()}-{now_ms}")
     mode = os.stat(session_file).st_mode & 0o7777
-    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = open_side_file(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(redact_bytes(parsed.data))  # the copy holds no credential either
+        view = memoryview(redact_bytes(data))  # the copy holds no credential either
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
-    side = keep_invalid_lines(session_file, plan.invalid, kept_at=kept_at)
-    atomic_write(session_file, redact_bytes(render_repaired(parsed, plan)), tag="repair")
-    return str(backup), None if side is None else str(side)
+    return str(backup)
 
 
 def report_for(plan: RepairPlan, **extra: Any) -> RepairReport:
     """A report of ``plan``'s counters."""
     return RepairReport(
-        dropped_lines=len(plan.invalid),
+        dropped_lines=len(plan.invalid) - plan.set_aside_blocks,
+        set_aside_blocks=plan.set_aside_blocks,
         rewritten_assistant_messages=plan.rewritten_assistant_messages,
         dropped_blank_user_messages=plan.dropped_blank_user_messages,
         rewritten_user_messages=plan.rewritten_user_messages,

@@ -1,9 +1,9 @@
 """Session ids become file names, so they are validated before they touch the filesystem.
 
 The rule is OpenClaw's ``SAFE_SESSION_ID_RE`` (``^[a-z0-9][a-z0-9._-]{0,127}$``, case-insensitive,
-after trimming) plus its reserved compaction-checkpoint names. Each way an id can be bad gets
-its own message, so a caller sees *why* (separator, NUL, length...) rather than a bare
-"invalid". The resolved path is checked once more against the sessions folder.
+after trimming; ASCII letters only) plus its reserved compaction-checkpoint names. Each way an
+id can be bad gets its own message, so a caller sees *why* (separator, NUL, length...) rather
+than a bare "invalid". The resolved path is checked once more against the sessions folder.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ __all__ = [
 ]
 
 SESSION_ID_MAX_CHARS = 128
-SAFE_SESSION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.IGNORECASE)
+# ASCII only: with re.IGNORECASE alone, [a-z] also matches the Kelvin sign, "ſ" and "ı"
+# (their case folds are ASCII letters), and "$" would accept a trailing newline.
+SAFE_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z", re.ASCII)
 _RESERVED_CHECKPOINT_RE = re.compile(
-    r"^.+\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
-    re.IGNORECASE,
+    r"^.+\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z",
+    re.IGNORECASE | re.ASCII,
 )
 _SHOWN_CHARS = 40
 
@@ -40,7 +42,7 @@ class InvalidSessionIdError(TranscriptError, ValueError):
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    text = ascii(value)  # a look-alike letter (Kelvin sign...) is shown as its escape
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
@@ -63,11 +65,11 @@ def validate_session_id(session_id: object) -> str:
         )
     if not trimmed[0].isascii() or not trimmed[0].isalnum():
         raise InvalidSessionIdError(session_id, "must start with a letter or a digit")
-    if not SAFE_SESSION_ID_RE.match(trimmed):
+    if not SAFE_SESSION_ID_RE.fullmatch(trimmed):
         raise InvalidSessionIdError(
             session_id, "may only contain ASCII letters, digits, '.', '_' and '-'"
         )
-    if _RESERVED_CHECKPOINT_RE.match(trimmed):
+    if _RESERVED_CHECKPOINT_RE.fullmatch(trimmed):
         raise InvalidSessionIdError(session_id, "is reserved for compaction checkpoints")
     return trimmed
 

@@ -21,6 +21,7 @@ treat them as read-only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -33,6 +34,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .._exceptions import TranscriptError
+from .._files import remove_stale_temps
 from ..messages import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
@@ -48,6 +50,7 @@ from .entries import (
     parse_timestamp_ms,
     path_to_root,
 )
+from .header import salvage_session_header
 from .incremental import IncrementalSanitizer
 from .jsonl import (
     DEFAULT_LOCK_TIMEOUT,
@@ -63,13 +66,13 @@ from .jsonl import (
     session_lock,
 )
 from .repair import (
-    RepairPlan,
     RepairReport,
     plan_session_repair,
     repair_assistant_entry,
     repair_user_entry,
     report_for,
     summarize_repair,
+    write_backup,
     write_repair,
 )
 from .session_ids import session_file_path, validate_session_id
@@ -1176,11 +1179,11 @@ def _load(
     with _bulk_allocation():
         parsed = parse_session_bytes(data)
     if parsed.header_problem is not None:
-        if repair and _is_torn_creation(parsed):
-            return _recover_torn(path, data, parsed, clock=clock, timeout=timeout)
-        raise TranscriptError(f"cannot load session file {path.name}: {parsed.header_problem}")
+        return _recover_header(
+            path, data, parsed.header_problem, repair=repair, clock=clock, timeout=timeout
+        )
     assert parsed.header is not None
-    plan = plan_session_repair(parsed)
+    plan = plan_session_repair(parsed, keep_error_turns=True)
     report = RepairReport(repaired=False)
     if repair and plan.needed:
         with session_lock(path, timeout=timeout):
@@ -1199,19 +1202,11 @@ def _load(
             stat = os.stat(path)
     else:
         if not repair:
-            plan = RepairPlan(list(parsed.entries), [False] * len(parsed.entries), parsed.invalid)
+            plan = plan_session_repair(parsed, keep_error_turns=True)  # in memory only
         # The size we parsed, not the size now: a writer that appended since the read is
         # then noticed (and its entries read) before our next write.
         return _Tree.build(parsed.header, plan.entries), report, (os.stat(path).st_ino, len(data))
     return _Tree.build(parsed.header, plan.entries), report, (stat.st_ino, stat.st_size)
-
-
-def _is_torn_creation(parsed: Any) -> bool:
-    """Nothing but blank space or one unterminated partial line: the creator died mid-write."""
-    if parsed.header_span is not None or parsed.entries:
-        return False
-    invalid = parsed.invalid
-    return not invalid or (len(invalid) == 1 and not invalid[0].terminated)
 
 
 def _stem_session_id(path: Path) -> str:
@@ -1221,30 +1216,54 @@ def _stem_session_id(path: Path) -> str:
         return os.urandom(8).hex()
 
 
-def _recover_torn(
-    path: Path, data: bytes, parsed: Any, *, clock: Clock, timeout: float
+def _recover_header(
+    path: Path, data: bytes, problem: str, *, repair: bool, clock: Clock, timeout: float
 ) -> tuple[_Tree, RepairReport, tuple[int, int]]:
-    """Start the session afresh: partial header bytes to the side file, a new header written.
+    """Load a session whose header line is damaged (``header.salvage_session_header``).
 
-    The session id is taken from the file name (``<id>.jsonl``); the cwd is unknown and
-    recorded as the current directory.
+    With ``repair`` the file is backed up (when it holds entries), the damaged line kept in
+    the side file and a new header written in its place; then the file loads as usual. The
+    session id is taken from the file name (``<id>.jsonl``); an unknown cwd is recorded as the
+    current directory. Without ``repair`` the new header is used in memory only.
     """
+    moment = clock()
+    salvage = salvage_session_header(
+        data,
+        session_id=_stem_session_id(path),
+        cwd=os.getcwd(),
+        timestamp=iso_timestamp(moment),
+        reason=f"damaged session header ({problem})",
+    )
+    if salvage is None:
+        raise TranscriptError(f"cannot load session file {path.name}: {problem}")
+    if not repair:
+        parsed = parse_session_bytes(salvage.content)
+        plan = plan_session_repair(parsed, keep_error_turns=True)
+        report = RepairReport(repaired=False, reason="damaged session header")
+        return _Tree.build(salvage.header, plan.entries), report, (os.stat(path).st_ino, len(data))
     with session_lock(path, timeout=timeout):
         latest = path.read_bytes()
         if latest != data:
             return _load(path, latest, repair=True, clock=clock, timeout=timeout)
-        moment = clock()
-        side = keep_invalid_lines(path, parsed.invalid, kept_at=iso_timestamp(moment))
-        header = make_header(_stem_session_id(path), os.getcwd(), timestamp=iso_timestamp(moment))
-        atomic_write(path, encode_record(header), tag="recover")
-        stat = os.stat(path)
-    report = RepairReport(
+        backup = (
+            write_backup(path, data, now_ms=int(moment.timestamp() * 1000))
+            if salvage.body.strip()
+            else None
+        )
+        damaged = [] if salvage.damaged is None else [salvage.damaged]
+        side = keep_invalid_lines(path, damaged, kept_at=iso_timestamp(moment))
+        content = salvage.content
+        atomic_write(path, content, tag="recover")
+        tree, rest, state = _load(path, content, repair=True, clock=clock, timeout=timeout)
+    report = dataclasses.replace(
+        rest,
         repaired=True,
-        dropped_lines=len(parsed.invalid),
-        invalid_lines_path=None if side is None else str(side),
-        reason="partial session header",
+        dropped_lines=rest.dropped_lines + len(damaged),
+        backup_path=backup or rest.backup_path,
+        invalid_lines_path=rest.invalid_lines_path or (None if side is None else str(side)),
+        reason="damaged session header" if salvage.body.strip() else "partial session header",
     )
-    return _Tree.build(header, []), report, (stat.st_ino, stat.st_size)
+    return tree, report, state
 
 
 # --------------------------------------------------------------------------- folder of sessions
@@ -1267,6 +1286,13 @@ class JsonlSessionStore:
         self.lock_timeout = lock_timeout
         self._now = now
         self._warn = warn
+        self._swept = False
+
+    def _sweep(self) -> None:
+        """Once per store: remove temp files that writers killed mid-write left behind."""
+        if not self._swept:
+            self._swept = True
+            remove_stale_temps(self.sessions_dir)
 
     def path_for(self, session_id: str) -> Path:
         """The file of a session id (``InvalidSessionIdError`` for unsafe ids)."""
@@ -1281,6 +1307,7 @@ class JsonlSessionStore:
     ) -> SessionManager:
         """Create a new session file."""
         path = self.path_for(session_id)
+        self._sweep()
         return await SessionManager.create(
             path,
             session_id=validate_session_id(session_id),
@@ -1294,6 +1321,7 @@ class JsonlSessionStore:
 
     async def open(self, session_id: str, *, repair: bool = True) -> SessionManager:
         """Open an existing session (repairing it when needed)."""
+        self._sweep()
         return await SessionManager.open(
             self.path_for(session_id),
             repair=repair,
