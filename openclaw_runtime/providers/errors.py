@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
+from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds, loads_untrusted
 from ..messages import AssistantMessage
 
 __all__ = [
@@ -85,7 +86,7 @@ def failure_from_http(
 
 def failure_from_payload(payload: Any, *, status: int | None = None) -> ProviderFailure:
     """A failure reported inside a 200 stream (``data: {"error": {...}}``)."""
-    text = orjson.dumps(payload).decode()
+    text = _payload_text(payload)
     detail, code, error_type, _ = _describe_body(text)
     prefix = f"{status} " if status else ""
     return ProviderFailure(
@@ -96,6 +97,16 @@ def failure_from_payload(payload: Any, *, status: int | None = None) -> Provider
         body=text[:MAX_ERROR_BODY_CHARS],
         retry_after_ms=parse_retry_after_ms({}, payload, detail),
     )
+
+
+def _payload_text(payload: Any) -> str:
+    """The payload as JSON text; a stand-in when it is too deep (or too odd) to serialize."""
+    if json_depth_exceeds(payload, MAX_UNTRUSTED_JSON_DEPTH):
+        return f"(an error payload nested deeper than {MAX_UNTRUSTED_JSON_DEPTH} levels)"
+    try:
+        return orjson.dumps(payload).decode()
+    except TypeError:  # orjson.JSONEncodeError: a type JSON has no form for
+        return repr(payload)[:MAX_ERROR_BODY_CHARS]
 
 
 def failure_from_exception(
@@ -207,8 +218,8 @@ def _describe_body(text: str) -> tuple[str, str | None, str | None, Any]:
     if not text:
         return "", None, None, None
     try:
-        payload = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        payload = loads_untrusted(text)
+    except ValueError:  # not JSON, or nested too deeply to be an error body
         return _collapse(text), None, None, None
     if not isinstance(payload, dict):
         return _collapse(text), None, None, payload
