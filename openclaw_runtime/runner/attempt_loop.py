@@ -355,6 +355,8 @@ class ModelAttemptLoop:
                 error=RunErrorInfo("aborted", "the run was aborted"),
                 error_payload_text="⚠️ The run was aborted.",
             )
+        if run.compaction_timeout is not None:  # a compaction inside the attempt ran out
+            return self._compaction_timed_out(assistant)
         facts = outcome.facts
         step = step_idle_timeout_breaker(
             self.breaker,
@@ -390,6 +392,8 @@ class ModelAttemptLoop:
             return await self._on_overflow(attempt_no, outcome, failure)
         if await self._timeout_compaction(attempt_no, outcome):
             return RETRY
+        if run.compaction_timeout is not None:
+            return self._compaction_timed_out(assistant)
         if outcome.failed:
             assert assistant is not None
             return await self._on_failure(attempt_no, outcome, assistant, failure)
@@ -415,6 +419,8 @@ class ModelAttemptLoop:
         step = await self._walk_overflow_chain(attempt_no, outcome)
         if step == "retry":
             return RETRY
+        if step == "compaction_timed_out":
+            return self._compaction_timed_out(outcome.assistant)
         failed_compaction = step == "surface_compaction_failure"
         kind = "compaction_failure" if failed_compaction else "context_overflow"
         return self.result(
@@ -474,6 +480,8 @@ class ModelAttemptLoop:
                 if result.compacted:
                     counters.last_compaction_failed = False
                     return "retry"
+                if run.compaction_timeout is not None:
+                    return "compaction_timed_out"
                 counters.compaction_exhausted = True
                 counters.last_compaction_failed = not result.ok
                 continue
@@ -517,6 +525,19 @@ class ModelAttemptLoop:
         )
         return await self.run.compact_bool(
             "timeout", outcome.prompt_tokens, window=self.window, model=self.model
+        )
+
+    def _compaction_timed_out(self, assistant: AssistantMessage | None) -> CandidateResult:
+        """A compaction used up the run's timeout: the run ends on that timeout."""
+        why = self.run.compaction_timeout or "compaction timed out"
+        return self.result(
+            "timeout",
+            assistant=assistant,
+            timed_out=True,
+            error=RunErrorInfo(
+                "timeout", f"{why}: the run's timeout ran out while compacting the conversation"
+            ),
+            error_payload_text=f"⚠️ The run timed out while compacting the conversation ({why}).",
         )
 
     # failures ---------------------------------------------------------------------------------
