@@ -86,6 +86,7 @@ from .outcome import (
 )
 from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payloads
 from .request import RunErrorInfo, RunRequest, RunResult
+from .run_error import describe_unfinished_turn, failed_run_error
 from .session_ops import set_aside_failed_tail
 from .steering import (
     JsonFileSteeringStore,
@@ -565,6 +566,14 @@ class _Run:
             started_at=self.started_at,
             ended_at=ended,
         )
+        if error is None and outcome.status != "ok":
+            # the one place the rule "every failed run says why" is enforced
+            facts = collect_attempt_facts(self._run_messages())
+            error = failed_run_error(
+                outcome,
+                None,
+                cause=describe_unfinished_turn(facts.last_tool_error, facts.assistant),
+            )
         session = self.session
         return RunResult(
             run_id=self.run_id,
@@ -618,6 +627,7 @@ class _Run:
             last_role=getattr(last, "role", None),
             last_is_run_prompt=last_is_prompt,
             leaf_is_run_prompt=last_is_prompt and leaf_id == self.prompt_entry_id,
+            tool_result_after_prompt=_tool_result_after(branch, self.prompt_entry_id),
         )
         if plan.drop_orphan:
             from .session_ops import set_aside_orphan_user_message
@@ -792,3 +802,18 @@ def _compaction_end(trigger: str, result: CompactResult | None, unfinished: str)
         tokens_before=None if details is None else details.tokens_before,
         tokens_after=None if details is None else details.tokens_after,
     )
+
+
+
+def _tool_result_after(branch: list[dict[str, Any]], entry_id: str | None) -> bool:
+    """Does a tool result follow the entry ``entry_id`` on ``branch``?"""
+    if entry_id is None:
+        return False
+    seen = False
+    for entry in branch:
+        if seen and entry.get("type") == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "toolResult":
+                return True
+        seen = seen or entry.get("id") == entry_id
+    return False
