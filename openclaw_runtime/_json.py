@@ -24,6 +24,7 @@ __all__ = [
     "UntrustedJSONError",
     "json_depth_exceeds",
     "loads_untrusted",
+    "prune_json",
     "untrusted_json_object",
 ]
 
@@ -54,6 +55,24 @@ def json_depth_exceeds(value: object, limit: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
+
+
+#: What ``prune_json`` puts where a container was nested too deeply.
+PRUNED: Final = "(nested too deeply)"
+
+
+def prune_json(value: Any, max_depth: int = MAX_UNTRUSTED_JSON_DEPTH) -> Any:
+    """A copy of ``value`` (parsed JSON) with every container deeper than ``max_depth``
+    replaced by ``PRUNED``: the shallow facts of a too-deep payload (its message, code and
+    type) survive, and the copy can be serialized and walked. Recursion is bounded by
+    ``max_depth``."""
+    if not isinstance(value, dict | list):
+        return value
+    if max_depth <= 0:
+        return PRUNED
+    if isinstance(value, dict):
+        return {key: prune_json(item, max_depth - 1) for key, item in value.items()}
+    return [prune_json(item, max_depth - 1) for item in value]
 
 
 def loads_untrusted(data: str | bytes, *, max_depth: int = MAX_UNTRUSTED_JSON_DEPTH) -> Any:

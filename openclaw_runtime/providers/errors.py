@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
-from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds, loads_untrusted
+from .._json import loads_untrusted, prune_json
 from ..messages import AssistantMessage
 
 __all__ = [
@@ -100,13 +100,13 @@ def failure_from_payload(payload: Any, *, status: int | None = None) -> Provider
 
 
 def _payload_text(payload: Any) -> str:
-    """The payload as JSON text; a stand-in when it is too deep (or too odd) to serialize."""
-    if json_depth_exceeds(payload, MAX_UNTRUSTED_JSON_DEPTH):
-        return f"(an error payload nested deeper than {MAX_UNTRUSTED_JSON_DEPTH} levels)"
+    """The payload as JSON text, containers nested too deeply cut off (a payload parsed
+    from a stream may be 1,000 levels deep; its message and code are near the top)."""
+    pruned = prune_json(payload)
     try:
-        return orjson.dumps(payload).decode()
+        return orjson.dumps(pruned).decode()
     except TypeError:  # orjson.JSONEncodeError: a type JSON has no form for
-        return repr(payload)[:MAX_ERROR_BODY_CHARS]
+        return repr(pruned)[:MAX_ERROR_BODY_CHARS]
 
 
 def failure_from_exception(
