@@ -10,6 +10,7 @@ headers or body, and whether any output had started. Bodies of any shape survive
 
 from __future__ import annotations
 
+import math
 import re
 import ssl
 from collections.abc import Mapping
@@ -143,7 +144,19 @@ def parse_retry_after_ms(
 ) -> float | None:
     """Retry-after in ms: ``retry-after-ms``, ``retry-after`` (seconds or HTTP date), a
     structured body hint (Gemini ``RetryInfo.retryDelay``, ``retry_after``), or "try again in
-    20s" wording in the message, in that order."""
+    20s" wording in the message, in that order. Always finite and non-negative, or None
+    (a ``retry-after: 1e400`` is no hint at all)."""
+    found = _retry_after_ms(headers, payload, detail, now_ms=now_ms)
+    return found if found is not None and math.isfinite(found) and found >= 0 else None
+
+
+def _retry_after_ms(
+    headers: Mapping[str, str],
+    payload: Any,
+    detail: str | None,
+    *,
+    now_ms: float | None,
+) -> float | None:
     lowered = {k.lower(): v for k, v in headers.items()}
     raw_ms = lowered.get("retry-after-ms")
     if raw_ms is not None:

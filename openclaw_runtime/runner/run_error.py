@@ -17,7 +17,10 @@ from ..messages import AssistantMessage
 from .failure_signal import ToolErrorSummary
 from .outcome import AgentRunTerminalOutcome
 from .request import RunErrorInfo
-from .retry_instructions import is_reasoning_only_assistant_turn
+from .retry_instructions import (
+    is_reasoning_only_assistant_turn,
+    is_unsigned_thinking_only_assistant_turn,
+)
 
 __all__ = ["INCOMPLETE_TURN_ERROR_KIND", "describe_unfinished_turn", "failed_run_error"]
 
@@ -52,7 +55,9 @@ def describe_unfinished_turn(
         return "the model returned no assistant message"
     if assistant.stop_reason == "toolUse":
         return "the turn stopped after asking for tools, without an answer"
-    if is_reasoning_only_assistant_turn(assistant):
+    if is_reasoning_only_assistant_turn(assistant) or is_unsigned_thinking_only_assistant_turn(
+        assistant
+    ):
         return "the model returned only reasoning, no answer"
     return "the model returned an empty answer"
 
