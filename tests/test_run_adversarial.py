@@ -198,6 +198,37 @@ async def test_hung_summary_request_ends_the_run_on_its_own_timeout(
     assert_well_formed(result, log)
 
 
+async def test_hung_summary_before_the_prompt_is_bounded_and_the_turn_goes_on(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    # history beyond the 20k window: the attempt compacts before sending the prompt, and
+    # that summary request hangs; the compaction gives up at the run's timeout and the turn
+    # is sent as it is (the model's answer decides the run)
+    runtime = make_runtime(
+        tmp_path,
+        server.base_url,
+        models={"m1": 20_000, "mini": 64_000},
+        compaction_model=f"{PROVIDER}/mini",
+    )
+    server.inject(Fault("hang", model="mini", times=5))
+    log = RunLog()
+    try:
+        await seed_history(runtime, "hung-preemptive", turns=12, size=4_000)
+        result = await runtime.run(
+            "continue", session_id="hung-preemptive", timeout_s=1, on_event=log
+        )
+    finally:
+        await runtime.aclose()
+    assert [(r.model, r.outcome) for r in server.requests][:1] == [("mini", "hang")]
+    (start,) = log.of("compaction_start")
+    (end,) = log.of("compaction_end")
+    assert start.trigger == end.trigger == "preemptive"
+    assert not end.ok and "timed out after 1s" in (end.reason or "")
+    assert result.error is None or result.error.kind != "lane_timeout", result.error
+    assert result.ok, result.error
+    assert_well_formed(result, log)
+
+
 # --------------------------------------------------------------------------- every failure says why
 
 

@@ -355,8 +355,6 @@ class ModelAttemptLoop:
                 error=RunErrorInfo("aborted", "the run was aborted"),
                 error_payload_text="⚠️ The run was aborted.",
             )
-        if run.compaction_timeout is not None:  # a compaction inside the attempt ran out
-            return self._compaction_timed_out(assistant)
         facts = outcome.facts
         step = step_idle_timeout_breaker(
             self.breaker,
@@ -390,9 +388,10 @@ class ModelAttemptLoop:
             )
         if failure.overflow:
             return await self._on_overflow(attempt_no, outcome, failure)
-        if await self._timeout_compaction(attempt_no, outcome):
+        compaction = await self._timeout_compaction(attempt_no, outcome)
+        if compaction == "compacted":
             return RETRY
-        if run.compaction_timeout is not None:
+        if compaction == "timed_out":
             return self._compaction_timed_out(assistant)
         if outcome.failed:
             assert assistant is not None
@@ -504,8 +503,9 @@ class ModelAttemptLoop:
             )
             return step
 
-    async def _timeout_compaction(self, attempt_no: int, outcome: AttemptOutcome) -> bool:
-        """A model timeout with the prompt above 65 % of the window: compact, then retry."""
+    async def _timeout_compaction(self, attempt_no: int, outcome: AttemptOutcome) -> str:
+        """A model timeout with the prompt above 65 % of the window: compact, then retry.
+        ``skipped``, ``compacted``, ``failed``, or ``timed_out`` (the run's timeout ran out)."""
         if not should_compact_after_timeout(
             timed_out=outcome.timed_out,
             timed_out_during_tool_execution=outcome.timed_out_during_tool_execution,
@@ -513,7 +513,7 @@ class ModelAttemptLoop:
             context_window_tokens=self.window,
             timeout_compaction_attempts=self.counters.timeout_compactions,
         ):
-            return False
+            return "skipped"
         self.counters.timeout_compactions += 1
         await self.run.set_aside_failed_turn()
         await self.decide(
@@ -523,9 +523,11 @@ class ModelAttemptLoop:
             "the model timed out with the prompt above 65% of the context window: compacting "
             "before retrying",
         )
-        return await self.run.compact_bool(
+        if await self.run.compact_bool(
             "timeout", outcome.prompt_tokens, window=self.window, model=self.model
-        )
+        ):
+            return "compacted"
+        return "timed_out" if self.run.compaction_timeout is not None else "failed"
 
     def _compaction_timed_out(self, assistant: AssistantMessage | None) -> CandidateResult:
         """A compaction used up the run's timeout: the run ends on that timeout."""

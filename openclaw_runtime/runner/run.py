@@ -149,7 +149,8 @@ class _Run:
         self.start_leaf_id: str | None = None
         self._last_beat = 0.0
         self._emit_faults = 0
-        #: why a compaction ran out of the run's time (the run then ends on its timeout)
+        #: why the last compaction ran out of the run's time (None: it did not); the attempt
+        #: loop ends the run on its timeout when a recovery compaction did
         self.compaction_timeout: str | None = None
 
     # events -------------------------------------------------------------------------------
@@ -728,6 +729,7 @@ class _Run:
         await self.emit(CompactionStart(trigger=trigger, count=count, tokens_before=tokens))
         result: CompactResult | None = None
         unfinished = "compaction did not complete"
+        self.compaction_timeout = None
         try:
             # the run's timeout bounds a compaction like it bounds a model call: a hung
             # summary request is cancelled here, not 30 s later by the lane
