@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeAlias, get_type_hints
 import jsonschema
 from pydantic import TypeAdapter, create_model
 
+from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds, loads_untrusted
 from ..abort import AbortSignal
 from ..llm import Tool
 from ..messages import ContentBlock, ImageContent, TextContent, ToolCall
@@ -219,6 +220,12 @@ def validate_tool_arguments(tool_def: Tool, tool_call: ToolCall) -> dict[str, An
     The tool call itself is never modified.
     """
     schema = tool_def.parameters
+    if json_depth_exceeds(tool_call.arguments, MAX_UNTRUSTED_JSON_DEPTH):
+        # the model's JSON: deeper than this, copying and validating it would recurse too far
+        raise ToolArgumentError(
+            f'Validation failed for tool "{tool_call.name}": the arguments are nested deeper '
+            f"than {MAX_UNTRUSTED_JSON_DEPTH} levels"
+        )
     args = copy.deepcopy(tool_call.arguments)
     validator = _validator_for(schema)
     if validator.is_valid(args):
@@ -328,7 +335,7 @@ def _coerce_primitive(value: Any, kind: str) -> Any:
         stripped = value.strip()
         if stripped.startswith("[" if kind == "array" else "{"):
             try:
-                parsed = json.loads(stripped)
+                parsed = loads_untrusted(stripped)  # the model's text: bounded, never raises
             except ValueError:
                 return value
             if _matches_type(parsed, kind):

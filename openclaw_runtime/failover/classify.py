@@ -15,12 +15,12 @@ with its owner, exactly like OpenClaw consults a provider's ``classifyFailoverRe
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeAlias
 
+from .._json import MAX_UNTRUSTED_JSON_DEPTH, loads_untrusted, untrusted_json_object
 from .overflow import (
     is_context_overflow_error_from_tables,
     looks_like_provider_context_overflow_candidate,
@@ -193,11 +193,8 @@ def parse_api_error_payload(raw: str | None) -> dict[str, Any] | None:
     candidate = _ERROR_PAYLOAD_PREFIX_RE.sub("", trimmed, count=1).strip()
     if not (candidate.startswith("{") and candidate.endswith("}")):
         return None
-    try:
-        parsed = json.loads(candidate)
-    except ValueError:
-        return None
-    return parsed if _is_error_payload_object(parsed) else None
+    parsed = untrusted_json_object(candidate)
+    return parsed if parsed is not None and _is_error_payload_object(parsed) else None
 
 
 def parse_api_error_info(raw: str | None) -> ApiErrorInfo | None:
@@ -781,14 +778,6 @@ _TRANSIENT_CODE_REASONS = frozenset(
 )
 
 
-def _safe_json_record(text: str) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
 def _has_independent_transient_message(
     raw: str | None,
     reason: FailoverReason,
@@ -800,7 +789,7 @@ def _has_independent_transient_message(
     leading = extract_leading_http_status(raw)
     text = leading.rest if leading is not None else raw
     info = parse_api_error_info(text)
-    payload = _safe_json_record(text) if info is None and text else None
+    payload = untrusted_json_object(text) if info is None and text else None
     if info is not None:
         prose = info.message
     elif payload is not None:
@@ -993,8 +982,9 @@ def _detail_text(value: object) -> str | None:
     return text[:_MAX_DETAIL_CHARS] if text else None
 
 
-def _collect_details(value: object, out: list[str], seen: set[int]) -> None:
-    if len(out) >= _MAX_DETAIL_CANDIDATES or value is None:
+def _collect_details(value: object, out: list[str], seen: set[int], depth: int = 0) -> None:
+    # depth-bounded: values handed in by callers need not come from the bounded parser
+    if len(out) >= _MAX_DETAIL_CANDIDATES or value is None or depth > MAX_UNTRUSTED_JSON_DEPTH:
         return
     if isinstance(value, str | int | float):
         text = _detail_text(value)
@@ -1004,16 +994,16 @@ def _collect_details(value: object, out: list[str], seen: set[int]) -> None:
             trimmed = value.strip()
             if trimmed.startswith("{") and trimmed.endswith("}"):
                 try:
-                    parsed = json.loads(trimmed)
+                    parsed = loads_untrusted(trimmed)
                 except ValueError:
                     return
-                _collect_details(parsed, out, seen)
+                _collect_details(parsed, out, seen, depth + 1)
         return
     if not isinstance(value, Mapping) or id(value) in seen:
         return
     seen.add(id(value))
     for key in _DETAIL_KEYS:
-        _collect_details(value.get(key), out, seen)
+        _collect_details(value.get(key), out, seen, depth + 1)
         if len(out) >= _MAX_DETAIL_CANDIDATES:
             return
 

@@ -15,12 +15,12 @@ turn), and an execution trace without a winner.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._json import untrusted_json_object
 from .classify import classify_failover_reason
 from .reasons import FailoverReason
 
@@ -233,10 +233,7 @@ def is_silent_reply_payload_text(text: str | None, token: str = SILENT_REPLY_TOK
         return True
     if not (trimmed.startswith("{") and trimmed.endswith("}") and token in trimmed):
         return False
-    try:
-        parsed = json.loads(trimmed)
-    except ValueError:
-        return False
+    parsed = untrusted_json_object(trimmed)
     return (
         isinstance(parsed, dict)
         and list(parsed) == ["action"]

@@ -11,6 +11,7 @@ where they enter (``openclaw_runtime.redaction``). Bodies of any shape survive: 
 
 from __future__ import annotations
 
+import math
 import re
 import ssl
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import orjson
 
+from .._json import loads_untrusted, prune_json
 from ..messages import AssistantMessage
 from ..redaction import redact_diagnostic
 
@@ -98,7 +100,7 @@ def failure_from_http(
 
 def failure_from_payload(payload: Any, *, status: int | None = None) -> ProviderFailure:
     """A failure reported inside a 200 stream (``data: {"error": {...}}``)."""
-    text = orjson.dumps(payload).decode()
+    text = _payload_text(payload)
     detail, code, error_type, _ = _describe_body(text)
     prefix = f"{status} " if status else ""
     return ProviderFailure(
@@ -109,6 +111,16 @@ def failure_from_payload(payload: Any, *, status: int | None = None) -> Provider
         body=redact_diagnostic(text)[:MAX_ERROR_BODY_CHARS],
         retry_after_ms=parse_retry_after_ms({}, payload, detail),
     )
+
+
+def _payload_text(payload: Any) -> str:
+    """The payload as JSON text, containers nested too deeply cut off (a payload parsed
+    from a stream may be 1,000 levels deep; its message and code are near the top)."""
+    pruned = prune_json(payload)
+    try:
+        return orjson.dumps(pruned).decode()
+    except TypeError:  # orjson.JSONEncodeError: a type JSON has no form for
+        return repr(pruned)[:MAX_ERROR_BODY_CHARS]
 
 
 def failure_from_exception(
@@ -145,7 +157,19 @@ def parse_retry_after_ms(
 ) -> float | None:
     """Retry-after in ms: ``retry-after-ms``, ``retry-after`` (seconds or HTTP date), a
     structured body hint (Gemini ``RetryInfo.retryDelay``, ``retry_after``), or "try again in
-    20s" wording in the message, in that order."""
+    20s" wording in the message, in that order. Always finite and non-negative, or None
+    (a ``retry-after: 1e400`` is no hint at all)."""
+    found = _retry_after_ms(headers, payload, detail, now_ms=now_ms)
+    return found if found is not None and math.isfinite(found) and found >= 0 else None
+
+
+def _retry_after_ms(
+    headers: Mapping[str, str],
+    payload: Any,
+    detail: str | None,
+    *,
+    now_ms: float | None,
+) -> float | None:
     lowered = {k.lower(): v for k, v in headers.items()}
     raw_ms = lowered.get("retry-after-ms")
     if raw_ms is not None:
@@ -220,8 +244,8 @@ def _describe_body(text: str) -> tuple[str, str | None, str | None, Any]:
     if not text:
         return "", None, None, None
     try:
-        payload = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        payload = loads_untrusted(text)
+    except ValueError:  # not JSON, or nested too deeply to be an error body
         return _collapse(text), None, None, None
     if not isinstance(payload, dict):
         return _collapse(text), None, None, payload

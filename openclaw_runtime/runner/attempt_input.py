@@ -7,6 +7,11 @@ prompt is rewound and sent again with them (or, when a compaction sits after the
 instructions go in a short user message of their own, because rewinding would undo the
 compaction). A trailing user message found at the start of a run is an orphan of a crashed run
 and is set aside, as OpenClaw does, so two user turns never follow each other.
+
+Once a tool result of this run follows its prompt, the prompt is never sent again: the model
+would read the request afresh and run the (possibly side-effecting) tools a second time. The
+retry then continues after the tool results, with the retry instructions as a short user
+message of their own.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .retry_instructions import compose_attempt_prompt
+from .retry_instructions import EMPTY_RESPONSE_RETRY_INSTRUCTION, compose_attempt_prompt
 
 __all__ = ["AttemptInputPlan", "plan_attempt_input"]
 
@@ -40,6 +45,7 @@ def plan_attempt_input(
     last_role: str | None,
     last_is_run_prompt: bool,
     leaf_is_run_prompt: bool,
+    tool_result_after_prompt: bool = False,
 ) -> AttemptInputPlan:
     """Decide how the next attempt starts.
 
@@ -52,7 +58,12 @@ def plan_attempt_input(
     | retry   | the run's prompt, entries after it | some      | prompt with additions only   |
     | retry   | a tool result                      | none      | continue                     |
     | retry   | a tool result                      | some      | prompt with additions only   |
+    | retry   | else, a tool result after prompt   | some      | prompt with additions only   |
+    | retry   | else, a tool result after prompt   | none      | prompt: continue instruction |
     | retry   | anything else                      | any       | prompt + additions           |
+
+    ``tool_result_after_prompt``: a tool result of this run sits on the branch after the run's
+    prompt, so re-sending the prompt could run its tools twice.
     """
     extra = [text for text in additions if text and text.strip()]
     if first_attempt:
@@ -73,4 +84,8 @@ def plan_attempt_input(
         if not extra:
             return AttemptInputPlan(mode="continue")
         return AttemptInputPlan(mode="prompt", prompt="\n\n".join(extra))
+    if tool_result_after_prompt:
+        return AttemptInputPlan(
+            mode="prompt", prompt="\n\n".join(extra or [EMPTY_RESPONSE_RETRY_INSTRUCTION])
+        )
     return AttemptInputPlan(mode="prompt", prompt=compose_attempt_prompt(base_prompt, extra))

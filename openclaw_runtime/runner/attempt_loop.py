@@ -388,8 +388,11 @@ class ModelAttemptLoop:
             )
         if failure.overflow:
             return await self._on_overflow(attempt_no, outcome, failure)
-        if await self._timeout_compaction(attempt_no, outcome):
+        compaction = await self._timeout_compaction(attempt_no, outcome)
+        if compaction == "compacted":
             return RETRY
+        if compaction == "timed_out":
+            return self._compaction_timed_out(assistant)
         if outcome.failed:
             assert assistant is not None
             return await self._on_failure(attempt_no, outcome, assistant, failure)
@@ -415,6 +418,8 @@ class ModelAttemptLoop:
         step = await self._walk_overflow_chain(attempt_no, outcome)
         if step == "retry":
             return RETRY
+        if step == "compaction_timed_out":
+            return self._compaction_timed_out(outcome.assistant)
         failed_compaction = step == "surface_compaction_failure"
         kind = "compaction_failure" if failed_compaction else "context_overflow"
         return self.result(
@@ -474,6 +479,8 @@ class ModelAttemptLoop:
                 if result.compacted:
                     counters.last_compaction_failed = False
                     return "retry"
+                if run.compaction_timeout is not None:
+                    return "compaction_timed_out"
                 counters.compaction_exhausted = True
                 counters.last_compaction_failed = not result.ok
                 continue
@@ -496,8 +503,9 @@ class ModelAttemptLoop:
             )
             return step
 
-    async def _timeout_compaction(self, attempt_no: int, outcome: AttemptOutcome) -> bool:
-        """A model timeout with the prompt above 65 % of the window: compact, then retry."""
+    async def _timeout_compaction(self, attempt_no: int, outcome: AttemptOutcome) -> str:
+        """A model timeout with the prompt above 65 % of the window: compact, then retry.
+        ``skipped``, ``compacted``, ``failed``, or ``timed_out`` (the run's timeout ran out)."""
         if not should_compact_after_timeout(
             timed_out=outcome.timed_out,
             timed_out_during_tool_execution=outcome.timed_out_during_tool_execution,
@@ -505,7 +513,7 @@ class ModelAttemptLoop:
             context_window_tokens=self.window,
             timeout_compaction_attempts=self.counters.timeout_compactions,
         ):
-            return False
+            return "skipped"
         self.counters.timeout_compactions += 1
         await self.run.set_aside_failed_turn()
         await self.decide(
@@ -515,8 +523,23 @@ class ModelAttemptLoop:
             "the model timed out with the prompt above 65% of the context window: compacting "
             "before retrying",
         )
-        return await self.run.compact_bool(
+        if await self.run.compact_bool(
             "timeout", outcome.prompt_tokens, window=self.window, model=self.model
+        ):
+            return "compacted"
+        return "timed_out" if self.run.compaction_timeout is not None else "failed"
+
+    def _compaction_timed_out(self, assistant: AssistantMessage | None) -> CandidateResult:
+        """A compaction used up the run's timeout: the run ends on that timeout."""
+        why = self.run.compaction_timeout or "compaction timed out"
+        return self.result(
+            "timeout",
+            assistant=assistant,
+            timed_out=True,
+            error=RunErrorInfo(
+                "timeout", f"{why}: the run's timeout ran out while compacting the conversation"
+            ),
+            error_payload_text=f"⚠️ The run timed out while compacting the conversation ({why}).",
         )
 
     # failures ---------------------------------------------------------------------------------

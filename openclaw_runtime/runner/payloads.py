@@ -25,13 +25,13 @@ the context.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from .._json import untrusted_json_object
 from ..failover.result_classifier import SILENT_REPLY_TOKEN, is_silent_reply_payload_text
 from ..messages import AssistantMessage, Cost, TextContent, ThinkingContent, Usage
 from ..redaction import redact, redact_diagnostic
@@ -595,11 +595,8 @@ def _looks_like_raw_api_error_payload(text: str) -> bool:
     candidate = re.sub(r"^\s*(?:HTTP\s*)?\d{3}\s*[:\-]?\s*", "", text.strip())
     if not (candidate.startswith("{") and candidate.endswith("}")):
         return False
-    try:
-        parsed = json.loads(candidate)
-    except ValueError:
-        return False
-    return isinstance(parsed, dict) and ("error" in parsed or parsed.get("type") == "error")
+    parsed = untrusted_json_object(candidate)
+    return parsed is not None and ("error" in parsed or parsed.get("type") == "error")
 
 
 def _visible_text(message: AssistantMessage) -> str:

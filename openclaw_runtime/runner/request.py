@@ -77,8 +77,8 @@ class RunRequest:
 class RunErrorInfo:
     """Why a run failed: ``kind`` (``retry_limit``, ``context_overflow``,
     ``compaction_failure``, ``failover``, ``blocked``, ``aborted``, ``timeout``, ``provider``,
-    ``lane_timeout``, ``config``), the failover ``reason`` when one applies, and a redacted
-    message."""
+    ``lane_timeout``, ``config``, ``incomplete_turn``, or the outcome's reason), the failover
+    ``reason`` when one applies, and a redacted message. Every failed run has one."""
 
     kind: str
     message: str

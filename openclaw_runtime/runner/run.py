@@ -87,6 +87,7 @@ from .outcome import (
 )
 from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payloads
 from .request import RunErrorInfo, RunRequest, RunResult
+from .run_error import describe_unfinished_turn, failed_run_error
 from .session_ops import set_aside_failed_tail
 from .steering import (
     JsonFileSteeringStore,
@@ -149,6 +150,9 @@ class _Run:
         self.start_leaf_id: str | None = None
         self._last_beat = 0.0
         self._emit_faults = 0
+        #: why the last compaction ran out of the run's time (None: it did not); the attempt
+        #: loop ends the run on its timeout when a recovery compaction did
+        self.compaction_timeout: str | None = None
 
     # events -------------------------------------------------------------------------------
 
@@ -566,6 +570,14 @@ class _Run:
             started_at=self.started_at,
             ended_at=ended,
         )
+        if error is None and outcome.status != "ok":
+            # the one place the rule "every failed run says why" is enforced
+            facts = collect_attempt_facts(self._run_messages())
+            error = failed_run_error(
+                outcome,
+                None,
+                cause=describe_unfinished_turn(facts.last_tool_error, facts.assistant),
+            )
         session = self.session
         return RunResult(
             run_id=self.run_id,
@@ -619,6 +631,7 @@ class _Run:
             last_role=getattr(last, "role", None),
             last_is_run_prompt=last_is_prompt,
             leaf_is_run_prompt=last_is_prompt and leaf_id == self.prompt_entry_id,
+            tool_result_after_prompt=_tool_result_after(branch, self.prompt_entry_id),
         )
         if plan.drop_orphan:
             from .session_ops import set_aside_orphan_user_message
@@ -717,32 +730,45 @@ class _Run:
         assert session is not None
         count = self.total_compactions + 1
         await self.emit(CompactionStart(trigger=trigger, count=count, tokens_before=tokens))
-        result = await compact_with_engine(
-            self.engine,
-            session,
-            await self._summary_models(model),
-            session_key=self.session_key,
-            token_budget=max(1, window - min(DEFAULT_RESERVE_TOKENS, model.max_tokens or 0)),
-            current_token_count=tokens,
-            force=True,
-            keep_recent_tokens=min(self.config.agent.keep_recent_tokens, max(1, window // 4)),
-            abort_signal=self.request.abort_signal,
-            window_tokens=window,
-        )
-        await session.flush()
-        details = result.result
+        result: CompactResult | None = None
+        unfinished = "compaction did not complete"
+        self.compaction_timeout = None
+        try:
+            # the run's timeout bounds a compaction like it bounds a model call: a hung
+            # summary request is cancelled here, not 30 s later by the lane
+            with anyio.move_on_after(self.timeout_s) as deadline:
+                result = await compact_with_engine(
+                    self.engine,
+                    session,
+                    await self._summary_models(model),
+                    session_key=self.session_key,
+                    token_budget=max(
+                        1, window - min(DEFAULT_RESERVE_TOKENS, model.max_tokens or 0)
+                    ),
+                    current_token_count=tokens,
+                    force=True,
+                    keep_recent_tokens=min(
+                        self.config.agent.keep_recent_tokens, max(1, window // 4)
+                    ),
+                    abort_signal=self.request.abort_signal,
+                    window_tokens=window,
+                )
+            if deadline.cancelled_caught:
+                self.compaction_timeout = f"compaction timed out after {self.timeout_s:g}s"
+                result = CompactResult(
+                    ok=False, compacted=False, reason=f"{self.compaction_timeout} (run timeout)"
+                )
+            await session.flush()
+        except BaseException as exc:
+            unfinished = f"compaction did not complete: {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            # every compaction_start is closed, whatever ended the compaction
+            with anyio.CancelScope(shield=True):
+                await self.emit(_compaction_end(trigger, result, unfinished))
+        assert result is not None
         if result.compacted and trigger != "preemptive":
             self.total_compactions += 1
-        await self.emit(
-            CompactionEnd(
-                trigger=trigger,
-                ok=result.ok,
-                compacted=result.compacted,
-                reason=None if result.reason is None else redact_secret_text(result.reason),
-                tokens_before=None if details is None else details.tokens_before,
-                tokens_after=None if details is None else details.tokens_after,
-            )
-        )
         self.heartbeat()
         return result
 
@@ -763,3 +789,36 @@ class _Run:
             ToolResultsTruncated(outcome.truncated, outcome.rewritten_entries, outcome.reason)
         )
         return outcome.truncated
+
+
+def _compaction_end(trigger: str, result: CompactResult | None, unfinished: str) -> CompactionEnd:
+    """The ``compaction_end`` of a compaction that returned ``result`` (None: it raised or
+    was cancelled, and ``unfinished`` says why)."""
+    if result is None:
+        return CompactionEnd(
+            trigger=trigger, ok=False, compacted=False, reason=redact_secret_text(unfinished)
+        )
+    details = result.result
+    return CompactionEnd(
+        trigger=trigger,
+        ok=result.ok,
+        compacted=result.compacted,
+        reason=None if result.reason is None else redact_secret_text(result.reason),
+        tokens_before=None if details is None else details.tokens_before,
+        tokens_after=None if details is None else details.tokens_after,
+    )
+
+
+
+def _tool_result_after(branch: list[dict[str, Any]], entry_id: str | None) -> bool:
+    """Does a tool result follow the entry ``entry_id`` on ``branch``?"""
+    if entry_id is None:
+        return False
+    seen = False
+    for entry in branch:
+        if seen and entry.get("type") == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "toolResult":
+                return True
+        seen = seen or entry.get("id") == entry_id
+    return False
