@@ -592,6 +592,23 @@ async def test_one_byte_writes(provider, model, local_http_server):
     assert message.text() == "Hello world"
 
 
+async def test_gzip_compressed_stream(provider, model, local_http_server):
+    """The shared HTTP side reads decoded bytes: a server honouring our accept-encoding may
+    gzip its stream (issue 9 §3)."""
+    import gzip
+
+    raw = gzip.compress(HELLO)
+    local_http_server.enqueue(
+        ScriptedReply(
+            200,
+            {"content-type": "text/event-stream", "content-encoding": "gzip"},
+            [raw[i : i + 11] for i in range(0, len(raw), 11)],
+        )
+    )
+    _, message = await run(provider, model, api_key="sk-ant-test")
+    assert (message.stop_reason, message.text()) == ("stop", "Hello world")
+
+
 # --------------------------------------------------------------------------- failures
 
 
