@@ -177,6 +177,7 @@ class AttemptSpec:
     idle_timeout_s: float | None = None
     images: Sequence[ImageContent] = ()
     loop_guard: bool = False
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -297,7 +298,11 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         transform_context=_pipeline(spec),
         get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
         thinking_level=spec.thinking_level,
-        stream_options=StreamOptions(idle_timeout=spec.idle_timeout_s, session_id=spec.session_id),
+        stream_options=StreamOptions(
+            idle_timeout=spec.idle_timeout_s,
+            session_id=spec.session_id,
+            max_tokens=spec.max_tokens,
+        ),
     )
     install_tool_result_context_guard(
         config,
