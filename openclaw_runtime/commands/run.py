@@ -168,11 +168,15 @@ class TurnPrinter:
 
 
 def report_failure(result: RunResult) -> None:
-    """The error payload and one ``error:`` line on stderr (secrets masked)."""
-    for payload in result.payloads:
-        if payload.is_error and payload.text:
-            click.echo(safe(payload.text), err=True)
+    """The error payload and one ``error:`` line on stderr (secrets masked); a payload that
+    only repeats the error's message is not printed twice."""
     error = result.error
+    for payload in result.payloads:
+        if not (payload.is_error and payload.text):
+            continue
+        if error is not None and payload.text.removeprefix("⚠️ ").strip() == error.message:
+            continue
+        click.echo(safe(payload.text), err=True)
     if error is not None:
         reason = f", {error.reason}" if error.reason else ""
         click.echo(f"error: the run failed ({error.kind}{reason}): {safe(error.message)}", err=True)

@@ -361,6 +361,13 @@ class ModelAttemptLoop:
                 error=RunErrorInfo("aborted", "the run was aborted"),
                 error_payload_text="⚠️ The run was aborted.",
             )
+        if outcome.refused is not None:
+            await self.decide(attempt_no, "surface_error", None, outcome.refused)
+            return self.result(
+                "error",
+                error=RunErrorInfo("prompt_too_large", outcome.refused),
+                error_payload_text=f"⚠️ {outcome.refused}",
+            )
         facts = outcome.facts
         step = step_idle_timeout_breaker(
             self.breaker,
