@@ -25,10 +25,12 @@ import orjson
 from ..messages import AssistantMessage
 
 __all__ = [
+    "EMPTY_STREAM_ERROR",
     "MAX_ERROR_BODY_CHARS",
     "NETWORK_ERROR_PREFIX",
     "UNEXPECTED_BODY_PREFIX",
     "ProviderFailure",
+    "body_has_content",
     "describe_body_briefly",
     "describe_connect_error",
     "failure_from_exception",
@@ -40,6 +42,8 @@ __all__ = [
     "public_url",
 ]
 
+#: The error of a 200 whose body held no event at all (every provider uses these words).
+EMPTY_STREAM_ERROR = "Provider returned an empty response (HTTP 200 without any stream event)"
 #: How the error of a 200 without an event stream starts.
 UNEXPECTED_BODY_PREFIX = "HTTP 200 without an event stream: "
 _TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
@@ -163,6 +167,13 @@ def failure_from_unexpected_body(
         message=f"{UNEXPECTED_BODY_PREFIX}got {kind} from {public_url(url)}: {summary}",
         error_type="upstream_error",
         body=text[:MAX_ERROR_BODY_CHARS] or None,
+    )
+
+
+def body_has_content(body: bytes | bytearray) -> bool:
+    """Anything besides blank lines and SSE comments (``: ping``)? An empty stream has not."""
+    return any(
+        line.strip() and not line.lstrip().startswith(b":") for line in bytes(body).splitlines()
     )
 
 

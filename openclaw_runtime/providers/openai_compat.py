@@ -41,7 +41,9 @@ from .empty_stream import (
     should_diagnose_empty_stream,
 )
 from .errors import (
+    EMPTY_STREAM_ERROR,
     ProviderFailure,
+    body_has_content,
     failure_from_exception,
     failure_from_http,
     failure_from_payload,
@@ -86,7 +88,7 @@ DEFAULT_BASE_URLS = {
 }
 _ABORTED = "Request was aborted"
 _NO_FINISH = "Stream ended without finish_reason"
-_EMPTY = "Provider returned an empty response (HTTP 200 without any stream event)"
+_EMPTY = EMPTY_STREAM_ERROR
 _MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 #: Bytes of a body without any event kept to say what it was (or read as a plain completion);
@@ -271,13 +273,6 @@ def parse_usage(raw: Mapping[str, Any], model: Model) -> Usage:
         cache_write=cache_write,
         total_tokens=total,
         cost=cost,
-    )
-
-
-def _has_content(body: bytes | bytearray) -> bool:
-    """Anything besides blank lines and SSE comments (``: ping``)?"""
-    return any(
-        line.strip() and not line.lstrip().startswith(b":") for line in bytes(body).splitlines()
     )
 
 
@@ -576,7 +571,7 @@ class OpenAICompatProvider:
                         with suppress(orjson.JSONDecodeError):
                             state.chunk(orjson.loads(sse.data), out)
             if state.failure is None and state.events_seen == 0 and not done:
-                if _has_content(sniffed):
+                if body_has_content(sniffed):
                     self._read_unexpected_body(state, content_type, url, bytes(sniffed), out)
                 else:
                     empty_kind = "empty"

@@ -609,6 +609,19 @@ async def test_gzip_compressed_stream(provider, model, local_http_server):
     assert (message.stop_reason, message.text()) == ("stop", "Hello world")
 
 
+async def test_a_200_html_page_says_what_came_back(provider, model, local_http_server):
+    """Not "empty response": the shared HTTP side names the page (issue 9 §3)."""
+    page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+    local_http_server.enqueue(ScriptedReply(200, {"content-type": "text/html"}, [page]))
+    _, message = await run(provider, model, api_key="sk-ant-test")
+    assert message.stop_reason == "error"
+    assert message.error_message == (
+        "HTTP 200 without an event stream: got text/html from "
+        f"{local_http_server.base_url}/v1/messages: 502 Bad Gateway"
+    )
+    assert message.error_type == "upstream_error"
+
+
 # --------------------------------------------------------------------------- failures
 
 
