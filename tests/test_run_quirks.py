@@ -207,6 +207,8 @@ async def test_a_prompt_far_above_the_window_is_refused_before_it_is_sent(
         assert "64,000-token context window of mock/main" in result.error.message
         assert len(server.requests) == sent_before  # nothing was sent
         assert result.attempts == 1 and "compaction_start" not in recorder.types()
+        (ended,) = recorder.of("attempt_end")
+        assert ended.error == result.error.message  # the timeline says why, too
         # the prompt is kept in the transcript file, set aside from the active branch
         entries = file_entries(result.session_file or "")
         kept = [e for e in entries if e.get("message", {}).get("content") == prompt]

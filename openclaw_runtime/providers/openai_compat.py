@@ -605,6 +605,8 @@ class OpenAICompatProvider:
                 found = await self._diagnose(model, url, options, api_key, body_json, timeouts)
                 if found is not None:
                     pending = found
+                elif signal is not None and signal.aborted:
+                    pending = ProviderFailure(_ABORTED, aborted=True)
             builder.fail(pending, out)
         for event in out:
             yield event

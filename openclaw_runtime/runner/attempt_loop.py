@@ -343,8 +343,8 @@ class ModelAttemptLoop:
                 stop_reason=assistant.stop_reason if assistant is not None else None,
                 duration_ms=outcome.duration_ms,
                 error=None
-                if failure.error_text is None
-                else redact_secret_text(failure.error_text),
+                if (failure.error_text or outcome.refused) is None
+                else redact_secret_text(failure.error_text or outcome.refused or ""),
                 failover_reason="context_overflow"
                 if failure.overflow
                 else _reason_text(failure.reason),
