@@ -14,7 +14,8 @@ Each ``POST /v1/chat/completions`` goes through these decisions, in order:
 4. the first queued ``Fault`` that matches (``inject``);
 5. chaos: random faults on a fraction of requests (``chaos``), deterministic for a seed;
 6. the context window: more estimated prompt tokens than the model's window → 400
-   ``context_length_exceeded``;
+   ``context_length_exceeded`` (or, with ``overflow_style="llamacpp"`` / ``"llamacpp_cut"``,
+   llama.cpp's answer to a streamed request: an empty 200, or a cut after the headers);
 7. the first queued ``Reply`` that matches (``enqueue``);
 8. the brain: a deterministic stand-in model (summaries, tool calls, answers).
 
