@@ -69,7 +69,8 @@ class AgentDefaults(_Section):
     ``model`` and ``fallbacks`` are ``provider/model`` refs, aliases or ids;
     ``timeout_seconds`` bounds one attempt (0 = no limit) and the lanes wait that plus a
     30 s grace; ``max_concurrent`` is the global lane's capacity; ``context_tokens`` caps
-    the model's context window; ``compaction_model`` summarizes (default: the run's model).
+    the model's context window; ``max_tokens`` caps each model call's output (default: the
+    model's ``max_tokens``); ``compaction_model`` summarizes (default: the run's model).
     """
 
     model: str | None = None
@@ -81,6 +82,7 @@ class AgentDefaults(_Section):
     idle_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_concurrent: int = Field(default=4, ge=1)
     context_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0, strict=True)
     compaction_model: str | None = None
     keep_recent_tokens: int = Field(default=20_000, gt=0)
     run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)

@@ -35,6 +35,7 @@ from ..redaction import redact_data
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 
 __all__ = [
+    "ADHOC_DEFAULT_MAX_TOKENS",
     "ENV_RAISE",
     "EXIT_FAILED",
     "EXIT_USAGE",
@@ -108,13 +109,25 @@ def load_config(ctx: click.Context) -> RuntimeConfig:
     return RuntimeConfig.load(obj.get("config_path"))
 
 
+#: The output cap of an ad-hoc ``--base-url`` model when neither ``--max-tokens`` nor
+#: ``[agent] max_tokens`` says: the catalog's default for a model it knows nothing about
+#: (``Model.max_tokens``), so a call never generates until the window is full.
+ADHOC_DEFAULT_MAX_TOKENS = 8_192
+
+
 def adhoc_model_config(
-    config: RuntimeConfig, *, base_url: str, model: str | None, provider: str | None
+    config: RuntimeConfig,
+    *,
+    base_url: str,
+    model: str | None,
+    provider: str | None,
+    max_tokens: int | None = None,
 ) -> tuple[RuntimeConfig, str]:
     """``config`` plus an OpenAI-compatible model served at ``base_url``, and its ref.
 
     This is what ``--base-url`` means: no catalog entry needed to talk to any
-    OpenAI-compatible endpoint (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp...).
+    OpenAI-compatible endpoint (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp...). Its output
+    cap is ``max_tokens``, else ``ADHOC_DEFAULT_MAX_TOKENS``.
     """
     if not model:
         raise click.UsageError("--base-url needs --model (the model id the server expects)")
@@ -127,6 +140,7 @@ def adhoc_model_config(
         api=OPENAI_COMPLETIONS_API,
         provider=(provider or "openai").strip(),
         base_url=url,
+        max_tokens=max_tokens or ADHOC_DEFAULT_MAX_TOKENS,
     )
     models = [m for m in config.models if m.ref != entry.ref]
     updated = config.model_copy(update={"models": [*models, entry]})

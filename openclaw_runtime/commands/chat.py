@@ -19,7 +19,14 @@ import click
 from .._runtime import Runtime
 from ..config import RuntimeConfig
 from ._common import command_errors, load_config
-from .run import THINKING_LEVELS, TurnPrinter, model_options, report_failure, request_options
+from .run import (
+    THINKING_LEVELS,
+    TurnPrinter,
+    max_tokens_option,
+    model_options,
+    report_failure,
+    request_options,
+)
 from .run import session_options as _session_options
 from .sessions import describe_compaction
 
@@ -51,6 +58,7 @@ class _Chat:
 @click.option(
     "--thinking", type=click.Choice(THINKING_LEVELS), default=None, help="Thinking level."
 )
+@max_tokens_option
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
 @click.pass_context
 @command_errors
@@ -63,11 +71,12 @@ def chat(
     base_url: str | None,
     timeout: float | None,
     thinking: str | None,
+    max_tokens: int | None,
     events: bool,
 ) -> None:
     """Chat on one session: type a message, get a streamed answer (/help for commands)."""
     config, options = request_options(
-        load_config(ctx), model=model, provider=provider, base_url=base_url
+        load_config(ctx), model=model, provider=provider, base_url=base_url, max_tokens=max_tokens
     )
     options.update(timeout_s=timeout, thinking_level=thinking)
     state = _Chat(session_id, session_key, options, events)

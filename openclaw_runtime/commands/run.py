@@ -29,7 +29,14 @@ from ._common import (
 )
 from .timeline import AnswerWriter, StatusSpinner, describe_event, text_delta
 
-__all__ = ["TurnPrinter", "model_options", "request_options", "run", "session_options"]
+__all__ = [
+    "TurnPrinter",
+    "max_tokens_option",
+    "model_options",
+    "request_options",
+    "run",
+    "session_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
@@ -64,14 +71,38 @@ def model_options(fn: F) -> F:
     )(fn)
 
 
+def max_tokens_option(fn: F) -> F:
+    """``--max-tokens N``: the output cap of each model call."""
+    return click.option(
+        "--max-tokens",
+        "max_tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Most tokens one model call may generate "
+        "(default: [agent] max_tokens, else the model's max_tokens).",
+    )(fn)
+
+
 def request_options(
-    config: RuntimeConfig, *, model: str | None, provider: str | None, base_url: str | None
+    config: RuntimeConfig,
+    *,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    max_tokens: int | None = None,
 ) -> tuple[RuntimeConfig, dict[str, Any]]:
     """The config to run with and the model fields of the ``RunRequest``."""
+    extra: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
     if base_url:
-        config, ref = adhoc_model_config(config, base_url=base_url, model=model, provider=provider)
-        return config, {"model": ref}
-    return config, {"model": model, "provider": provider}
+        config, ref = adhoc_model_config(
+            config,
+            base_url=base_url,
+            model=model,
+            provider=provider,
+            max_tokens=max_tokens or config.agent.max_tokens,
+        )
+        return config, {"model": ref, **extra}
+    return config, {"model": model, "provider": provider, **extra}
 
 
 class TurnPrinter:
@@ -143,11 +174,15 @@ class TurnPrinter:
 
 
 def report_failure(result: RunResult) -> None:
-    """The error payload and one ``error:`` line on stderr (secrets masked)."""
-    for payload in result.payloads:
-        if payload.is_error and payload.text:
-            click.echo(safe(payload.text), err=True)
+    """The error payload and one ``error:`` line on stderr (secrets masked); a payload that
+    only repeats the error's message is not printed twice."""
     error = result.error
+    for payload in result.payloads:
+        if not (payload.is_error and payload.text):
+            continue
+        if error is not None and payload.text.removeprefix("⚠️ ").strip() == error.message:
+            continue
+        click.echo(safe(payload.text), err=True)
     if error is not None:
         reason = f", {error.reason}" if error.reason else ""
         click.echo(f"error: the run failed ({error.kind}{reason}): {safe(error.message)}", err=True)
@@ -179,6 +214,7 @@ async def run_turn(
 @click.option(
     "--thinking", type=click.Choice(THINKING_LEVELS), default=None, help="Thinking level."
 )
+@max_tokens_option
 @click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
 @click.pass_context
@@ -193,6 +229,7 @@ def run(
     base_url: str | None,
     timeout: float | None,
     thinking: str | None,
+    max_tokens: int | None,
     as_json: bool,
     events: bool,
 ) -> None:
@@ -209,7 +246,7 @@ def run(
     if not prompt.strip():
         raise click.BadParameter("the prompt is empty", param_hint="'PROMPT'")
     config, options = request_options(
-        load_config(ctx), model=model, provider=provider, base_url=base_url
+        load_config(ctx), model=model, provider=provider, base_url=base_url, max_tokens=max_tokens
     )
     options.update(
         session_id=session_id,

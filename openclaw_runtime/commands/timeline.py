@@ -22,6 +22,7 @@ from rich.spinner import Spinner as RichSpinner
 
 from ..events import Event
 from ..failover.events import redact_secret_text
+from ..providers.errors import is_network_error_message
 
 __all__ = [
     "AnswerWriter",
@@ -109,7 +110,8 @@ def _attempt_end(e: Any) -> str | None:
         return None
     error = _error(e.error)
     status = f"{e.status} " if e.status and not error.startswith(str(e.status)) else ""
-    reason = f" ({e.failover_reason})" if e.failover_reason else ""
+    label = "network" if is_network_error_message(e.error) else e.failover_reason
+    reason = f" ({label})" if label else ""
     return f"✗ attempt {e.attempt} failed{reason}: {status}{error}"
 
 

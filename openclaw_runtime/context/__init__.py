@@ -40,12 +40,15 @@ from .limits import (
 )
 from .preemptive import (
     PREEMPTIVE_OVERFLOW_ERROR_TEXT,
+    PROMPT_REFUSAL_WINDOW_FACTOR,
     LlmBoundaryTokenPressure,
     PreemptiveCompactionDecision,
     PreemptiveCompactionRoute,
     format_pre_prompt_precheck_log,
+    format_prompt_too_large_message,
     resolve_prompt_budget,
     should_preemptively_compact_before_prompt,
+    should_refuse_prompt_before_sending,
 )
 from .tokens import (
     DEFAULT_TOKEN_ESTIMATOR,
@@ -89,6 +92,7 @@ __all__ = [  # context-window defences; other blocks extend with `__all__ += [..
     "MIN_PROMPT_BUDGET_RATIO",
     "MIN_PROMPT_BUDGET_TOKENS",
     "PREEMPTIVE_OVERFLOW_ERROR_TEXT",
+    "PROMPT_REFUSAL_WINDOW_FACTOR",
     "RECOVERY_MIN_KEEP_CHARS",
     "SAFETY_MARGIN",
     "LlmBoundaryTokenPressure",
@@ -116,6 +120,7 @@ __all__ = [  # context-window defences; other blocks extend with `__all__ += [..
     "estimate_tool_result_reduction_potential",
     "format_context_limit_truncation_notice",
     "format_pre_prompt_precheck_log",
+    "format_prompt_too_large_message",
     "get_tool_result_text_length",
     "has_important_tail",
     "install_tool_result_context_guard",
@@ -129,6 +134,7 @@ __all__ = [  # context-window defences; other blocks extend with `__all__ += [..
     "resolve_tool_result_context_max_chars",
     "session_likely_has_oversized_tool_results",
     "should_preemptively_compact_before_prompt",
+    "should_refuse_prompt_before_sending",
     "text_has_truncation_marker",
     "truncate_oversized_tool_results_in_messages",
     "truncate_tool_result_message",

@@ -10,6 +10,11 @@ reserve, and pick the cheapest cure instead of one "overflow" switch:
 
 The reserve never squeezes the prompt below ``min(8000, window/2)`` (or ``window − 1`` for
 windows under 8000 tokens): a tiny local model keeps almost its whole window for the prompt.
+
+One case no cure helps: the prompt itself (what the user typed plus the system prompt) is far
+above the window. Compaction shrinks history, never the prompt, so sending it can only fail,
+after uploading megabytes. ``should_refuse_prompt_before_sending`` says so before anything is
+sent, and ``format_prompt_too_large_message`` says how large it was and what the window is.
 """
 
 from __future__ import annotations
@@ -29,13 +34,16 @@ from .truncation import estimate_tool_result_reduction_potential
 
 __all__ = [
     "PREEMPTIVE_OVERFLOW_ERROR_TEXT",
+    "PROMPT_REFUSAL_WINDOW_FACTOR",
     "TRUNCATION_ROUTE_BUFFER_TOKENS",
     "LlmBoundaryTokenPressure",
     "PreemptiveCompactionDecision",
     "PreemptiveCompactionRoute",
     "format_pre_prompt_precheck_log",
+    "format_prompt_too_large_message",
     "resolve_prompt_budget",
     "should_preemptively_compact_before_prompt",
+    "should_refuse_prompt_before_sending",
 ]
 
 PreemptiveCompactionRoute: TypeAlias = Literal[
@@ -44,6 +52,11 @@ PreemptiveCompactionRoute: TypeAlias = Literal[
 
 #: The error a run reports when the precheck decides the prompt cannot be sent.
 PREEMPTIVE_OVERFLOW_ERROR_TEXT = "Context overflow: prompt too large for the model (precheck)."
+
+#: A prompt is refused unsent when it alone is estimated above this multiple of the window.
+#: The estimate already carries a 1.2 safety margin, so this is ~1.25x the window in plain
+#: chars/4 terms: far enough above that a coarse estimate never refuses a prompt that fits.
+PROMPT_REFUSAL_WINDOW_FACTOR = 1.5
 
 #: Truncate-only must cover the overflow with at least this much to spare.
 TRUNCATION_ROUTE_BUFFER_TOKENS = 512
@@ -207,6 +220,30 @@ def should_preemptively_compact_before_prompt(
         overflow_tokens=overflow,
         tool_result_reducible_chars=reducible,
         effective_reserve_tokens=effective_reserve,
+    )
+
+
+def should_refuse_prompt_before_sending(
+    prompt_tokens: int,
+    context_window: int | None,
+    *,
+    factor: float = PROMPT_REFUSAL_WINDOW_FACTOR,
+) -> bool:
+    """Refuse to send a prompt whose own estimate (system prompt + prompt, no history) is
+    above ``factor`` × the window; an unknown (``None``/non-positive) window refuses nothing."""
+    if not context_window or context_window <= 0:
+        return False
+    return prompt_tokens > context_window * factor
+
+
+def format_prompt_too_large_message(
+    *, prompt_tokens: int, prompt_chars: int, context_window: int, model_ref: str
+) -> str:
+    """The one-line error of a refused prompt: how large, what the window is, where it went."""
+    return (
+        f"prompt too large: about {prompt_tokens:,} tokens estimated ({prompt_chars:,} "
+        f"characters) for the {context_window:,}-token context window of {model_ref}; it was "
+        "not sent (the prompt is kept in the session transcript)"
     )
 
 

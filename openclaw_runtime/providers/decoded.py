@@ -22,7 +22,14 @@ from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamOptions
 from ..redaction import register_header_secrets
 from .builder import MessageBuilder
-from .errors import ProviderFailure, failure_from_exception, failure_from_http
+from .errors import (
+    EMPTY_STREAM_ERROR,
+    ProviderFailure,
+    body_has_content,
+    failure_from_exception,
+    failure_from_http,
+    failure_from_unexpected_body,
+)
 from .http import (
     Aborted,
     HTTPClientPool,
@@ -37,6 +44,8 @@ from .keys import is_local_base_url, resolve_env_api_key
 __all__ = ["ABORTED_ERROR", "DecodedStreamProvider", "StreamDecoder"]
 
 ABORTED_ERROR = "Request was aborted"
+#: Bytes of a body kept until its first event, to name what came back when none did.
+_SNIFF_LIMIT = 64 * 1024
 
 
 class StreamDecoder(Protocol):
@@ -183,8 +192,11 @@ class DecodedStreamProvider:
                     complete=lambda: self.is_complete(decoder),
                     drain_s=self.drain_timeout,
                 )
+                sniffed = bytearray()  # the body until the first event, to say what it was
                 async with aclosing(source) as chunks:
                     async for chunk in chunks:
+                        if not builder.output_started and len(sniffed) < _SNIFF_LIMIT:
+                            sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
                         decoder.feed(chunk, out)
                         if out:
                             for event in out:
@@ -193,6 +205,7 @@ class DecodedStreamProvider:
                         if decoder.failure is not None:
                             break
                 decoder.close(out)
+                _name_unexpected_body(builder, response.headers.get("content-type"), url, sniffed)
         except Aborted:
             builder.fail(ProviderFailure(ABORTED_ERROR, aborted=True), out)
         except (IdleTimeout, httpx.HTTPError) as exc:
@@ -203,6 +216,20 @@ class DecodedStreamProvider:
             await request.__aexit__(None, None, None)
         for event in out:
             yield event
+
+
+def _name_unexpected_body(
+    builder: MessageBuilder, content_type: str | None, url: str, body: bytearray
+) -> None:
+    """The decoder found no event in a body that was not empty (an HTML page from a proxy,
+    some JSON): say what came back instead of "empty response" (the error event holds the
+    same message object, so it says it too)."""
+    message = builder.message
+    if message.error_message != EMPTY_STREAM_ERROR or not body_has_content(body):
+        return
+    failure = failure_from_unexpected_body(content_type, url, bytes(body))
+    message.error_message = failure.message
+    failure.apply_to(message)
 
 
 def _failed(builder: MessageBuilder, failure: ProviderFailure) -> list[AssistantMessageEvent]:

@@ -11,8 +11,10 @@ where they enter (``openclaw_runtime.redaction``). Bodies of any shape survive: 
 
 from __future__ import annotations
 
+import errno
 import math
 import re
+import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,12 +29,48 @@ from ..messages import AssistantMessage
 from ..redaction import redact_diagnostic
 
 __all__ = [
+    "EMPTY_STREAM_ERROR",
     "MAX_ERROR_BODY_CHARS",
+    "NETWORK_ERROR_PREFIX",
+    "UNEXPECTED_BODY_PREFIX",
     "ProviderFailure",
+    "body_has_content",
+    "describe_body_briefly",
+    "describe_connect_error",
     "failure_from_exception",
     "failure_from_http",
+    "failure_from_payload",
+    "failure_from_unexpected_body",
+    "is_network_error_message",
     "parse_retry_after_ms",
+    "public_url",
 ]
+
+#: The error of a 200 whose body held no event at all (every provider uses these words).
+EMPTY_STREAM_ERROR = "Provider returned an empty response (HTTP 200 without any stream event)"
+#: How the error of a 200 without an event stream starts.
+UNEXPECTED_BODY_PREFIX = "HTTP 200 without an event stream: "
+_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^>]*>")
+_HTML_SKIP_RE = re.compile(
+    r"<(script|style|head)\b[^>]*>.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL
+)
+#: How a connection that could not be made starts (OpenClaw's "Connection error" wording).
+NETWORK_ERROR_PREFIX = "Connection error: "
+_DNS_ERRNOS = frozenset({socket.EAI_NONAME, socket.EAI_AGAIN, getattr(socket, "EAI_NODATA", -5)})
+_DNS_WORDS = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "no address associated with hostname",
+    "getaddrinfo failed",
+)
+_UNREACHABLE_ERRNOS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ENETUNREACH: "network unreachable",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ECONNRESET: "connection reset",
+}
 
 MAX_ERROR_BODY_CHARS = 4_000
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
@@ -123,19 +161,100 @@ def _payload_text(payload: Any) -> str:
         return repr(pruned)[:MAX_ERROR_BODY_CHARS]
 
 
+def failure_from_unexpected_body(
+    content_type: str | None, url: str, body: bytes, *, total_bytes: int | None = None
+) -> ProviderFailure:
+    """A 200 whose body is not an event stream (a proxy's HTML error page, some JSON, random
+    bytes): one error naming what came back — ``got text/html from <url>: 502 Bad Gateway``.
+
+    A JSON ``{"error": ...}`` body is the provider's own error and is read as one. Anything
+    else is typed ``upstream_error``: when its text says nothing the classifier knows (rate
+    limit, overload, context overflow...), the failover reason is ``server_error`` — the
+    endpoint is broken, so the turn is not re-sent as an "empty response".
+    """
+    size = len(body) if total_bytes is None else total_bytes
+    kind = (content_type or "").split(";")[0].strip().lower() or "a body without content-type"
+    text = body.decode("utf-8", errors="replace").strip()
+    payload: Any = None
+    if text[:1] in ("{", "["):
+        try:
+            payload = loads_untrusted(text)
+        except ValueError:
+            payload = None
+    if isinstance(payload, dict) and payload.get("error"):
+        error = payload["error"]
+        status = error.get("code") if isinstance(error, dict) else None
+        return failure_from_payload(
+            payload, status=status if isinstance(status, int) and 400 <= status < 600 else None
+        )
+    summary = describe_body_briefly(body, kind, size)
+    return ProviderFailure(
+        message=f"{UNEXPECTED_BODY_PREFIX}got {kind} from {public_url(url)}: {summary}",
+        error_type="upstream_error",
+        body=text[:MAX_ERROR_BODY_CHARS] or None,
+    )
+
+
+def body_has_content(body: bytes | bytearray) -> bool:
+    """Anything besides blank lines and SSE comments (``: ping``)? An empty stream has not."""
+    return any(
+        line.strip() and not line.lstrip().startswith(b":") for line in bytes(body).splitlines()
+    )
+
+
+def describe_body_briefly(body: bytes, content_type: str = "", size: int | None = None) -> str:
+    """A few words on what a body is: an HTML page's ``<title>`` (or first text), the start
+    of a text, or ``N bytes of binary data``."""
+    size = len(body) if size is None else size
+    if not body.strip():
+        return "an empty body"
+    text = body.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(2, len(text) // 20) or any(
+        ord(c) < 9 or 13 < ord(c) < 32 for c in text[:512]
+    ):
+        return f"{size} bytes of binary data"
+    lowered = text[:4096].lower()
+    if "html" in content_type or "<html" in lowered or "<!doctype html" in lowered:
+        title = _TITLE_RE.search(text)
+        if title is not None and title.group(1).strip():
+            return _brief(_html_text(title.group(1)))
+        visible = _html_text(_HTML_SKIP_RE.sub(" ", text))
+        return _brief(visible) if visible else "an HTML page without text"
+    return _brief(text)
+
+
+def _html_text(html: str) -> str:
+    import html as html_module
+
+    return " ".join(html_module.unescape(_TAG_RE.sub(" ", html)).split())
+
+
+def _brief(text: str, limit: int = 200) -> str:
+    collapsed = " ".join(text.split())
+    return collapsed if len(collapsed) <= limit else collapsed[: limit - 1] + "…"
+
+
 def failure_from_exception(
     exc: BaseException, *, idle_timeout: float | None = None
 ) -> ProviderFailure:
-    """A failure from a transport exception (connect, TLS, timeouts, cut connections)."""
+    """A failure from a transport exception (connect, TLS, timeouts, cut connections).
+
+    A connection that could not be made names the URL and says why (``describe_connect_error``):
+    refused, name not resolved, unreachable. Its text starts ``Connection error:``, which
+    OpenClaw's classifier files under ``timeout`` for the failover decision (the next model is
+    tried); ``is_network_error_message`` tells it apart from a real timeout for users.
+    """
+    url = _request_url(exc)
+    where = f" to {url}" if url else ""
     if isinstance(exc, httpx.ConnectTimeout):
-        return ProviderFailure(f"Connection error: timed out connecting ({exc})")
+        return ProviderFailure(f"Connection error: timed out connecting{where} ({exc})")
     if isinstance(exc, httpx.ConnectError):
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(
             exc
         ):
             return ProviderFailure(f"TLS certificate verification failed: {exc}")
-        return ProviderFailure(f"Connection error: {exc}")
+        return ProviderFailure(describe_connect_error(exc, url))
     if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout | httpx.PoolTimeout):
         return ProviderFailure(f"Request timed out: {type(exc).__name__}: {exc}")
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
@@ -146,6 +265,75 @@ def failure_from_exception(
     if isinstance(exc, httpx.HTTPError):
         return ProviderFailure(f"Network error: {type(exc).__name__}: {exc}")
     return ProviderFailure(f"{type(exc).__name__}: {exc}")
+
+
+def describe_connect_error(exc: BaseException, url: str | None) -> str:
+    """``Connection error: cannot reach <url> (connection refused)`` and the like: what could
+    not be reached and why, from the OS error under ``exc`` (or its text)."""
+    target = url or "the provider"
+    why = str(exc) or type(exc).__name__
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror) or (
+            isinstance(cause, OSError)
+            and cause.errno is not None
+            and cause.errno < 0
+            and cause.errno in _DNS_ERRNOS
+        ):
+            return f"{NETWORK_ERROR_PREFIX}cannot resolve host {_host(url)} for {target} ({why})"
+        if isinstance(cause, OSError) and cause.errno in _UNREACHABLE_ERRNOS:
+            why = _UNREACHABLE_ERRNOS[cause.errno]
+            return f"{NETWORK_ERROR_PREFIX}cannot reach {target} ({why})"
+    lowered = why.lower()
+    if any(word in lowered for word in _DNS_WORDS):
+        return f"{NETWORK_ERROR_PREFIX}cannot resolve host {_host(url)} for {target} ({why})"
+    if "refused" in lowered:
+        return f"{NETWORK_ERROR_PREFIX}cannot reach {target} (connection refused)"
+    return f"{NETWORK_ERROR_PREFIX}cannot reach {target} ({why})"
+
+
+def is_network_error_message(text: str | None) -> bool:
+    """The text of a connection that could not be made (refused, unresolved, unreachable), as
+    opposed to one that timed out: users see ``network``, not ``timeout``."""
+    return bool(text) and str(text).startswith(
+        (f"{NETWORK_ERROR_PREFIX}cannot reach ", f"{NETWORK_ERROR_PREFIX}cannot resolve host ")
+    )
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from, outermost first (cycles and depth bounded)."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(out) < 16 and not any(current is e for e in out):
+        out.append(current)
+        nested = getattr(current, "exceptions", None)  # an ExceptionGroup of connect attempts
+        if isinstance(nested, tuple) and nested:
+            out.extend(e for e in nested[:8] if isinstance(e, BaseException))
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def _request_url(exc: BaseException) -> str | None:
+    try:
+        request = exc.request if isinstance(exc, httpx.RequestError) else None
+    except RuntimeError:  # httpx raises when the error carries no request
+        return None
+    return None if request is None else public_url(str(request.url))
+
+
+def public_url(url: str) -> str:
+    """``url`` fit for an error message: no credentials, no query string (Gemini's key travels
+    in ``?key=``), no fragment."""
+    try:
+        return str(httpx.URL(url).copy_with(query=None, fragment=None, userinfo=b""))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "(an invalid URL)"
+
+
+def _host(url: str | None) -> str:
+    if not url:
+        return "(unknown)"
+    host = httpx.URL(url).host
+    return repr(host) if host else "(unknown)"
 
 
 def parse_retry_after_ms(

@@ -109,7 +109,12 @@ async def stream_chunks(
     complete: Callable[[], bool] | None = None,
     drain_s: float = 1.0,
 ) -> AsyncGenerator[bytes, None]:
-    """The raw body, one network read at a time, each read under the abort/idle guard.
+    """The decoded body, one network read at a time, each read under the abort/idle guard.
+
+    Decoded: a server that honours our ``accept-encoding`` (httpx sends ``gzip, deflate``, and
+    ``br``/``zstd`` when those packages are installed) compresses its SSE stream or error body;
+    ``aiter_bytes`` undoes that content encoding, ``aiter_raw`` would hand the decoders gzip
+    bytes that no event or JSON can be read from.
 
     Once ``complete()`` says the message is whole, the rest of the body (normally nothing but
     its end, read so the connection can be reused) gets ``drain_s`` of silence and 64 KiB at
@@ -118,7 +123,7 @@ async def stream_chunks(
     finalizes unclosed async generators noisily).
     """
     drained = 0
-    raw = cast(AsyncGenerator[bytes, None], response.aiter_raw())
+    raw = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
     async with aclosing(raw) as chunks:
         while True:
             done = complete is not None and complete()

@@ -34,7 +34,22 @@ from ..messages import (
 )
 from ..redaction import register_header_secrets
 from .builder import MessageBuilder
-from .errors import ProviderFailure, failure_from_exception, failure_from_http, failure_from_payload
+from .empty_stream import (
+    DIAGNOSTIC_NOTE,
+    EmptyStreamKind,
+    diagnostic_request_body,
+    estimate_payload_tokens,
+    should_diagnose_empty_stream,
+)
+from .errors import (
+    EMPTY_STREAM_ERROR,
+    ProviderFailure,
+    body_has_content,
+    failure_from_exception,
+    failure_from_http,
+    failure_from_payload,
+    failure_from_unexpected_body,
+)
 from .http import (
     Aborted,
     HTTPClientPool,
@@ -55,6 +70,7 @@ __all__ = [
     "convert_messages",
     "convert_tools",
     "map_finish_reason",
+    "max_tokens_field",
     "parse_usage",
 ]
 
@@ -73,9 +89,12 @@ DEFAULT_BASE_URLS = {
 }
 _ABORTED = "Request was aborted"
 _NO_FINISH = "Stream ended without finish_reason"
-_EMPTY = "Provider returned an empty response (HTTP 200 without any stream event)"
+_EMPTY = EMPTY_STREAM_ERROR
 _MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+#: Bytes of a body without any event kept to say what it was (or read as a plain completion);
+#: a body that is not ``text/event-stream`` is not read past this without an event.
+_SNIFF_LIMIT = 1 << 20
 
 
 # --------------------------------------------------------------------------- request
@@ -188,9 +207,7 @@ def build_request_body(model: Model, context: Context, options: StreamOptions) -
     elif any(isinstance(m, ToolResultMessage) for m in context.messages):
         body["tools"] = []  # proxies to Anthropic insist on tools when history has tool calls
     if options.max_tokens:
-        field = compat.get("max_tokens_field") or (
-            "max_completion_tokens" if "api.openai.com" in model.base_url else "max_tokens"
-        )
+        field = max_tokens_field(model)
         body[field] = (
             min(options.max_tokens, model.max_tokens) if model.max_tokens else options.max_tokens
         )
@@ -208,6 +225,15 @@ def build_request_body(model: Model, context: Context, options: StreamOptions) -
     if isinstance(extra, Mapping):
         body.update(extra)
     return body
+
+
+def max_tokens_field(model: Model) -> str:
+    """The body field of the output cap: ``max_completion_tokens`` at OpenAI, ``max_tokens``
+    elsewhere, or what ``compat.max_tokens_field`` says."""
+    field = (model.compat or {}).get("max_tokens_field")
+    if isinstance(field, str) and field:
+        return field
+    return "max_completion_tokens" if "api.openai.com" in model.base_url else "max_tokens"
 
 
 # --------------------------------------------------------------------------- response
@@ -462,12 +488,12 @@ class OpenAICompatProvider:
                 yield event
             return
         try:
-            body: Any = build_request_body(model, context, options)
+            body_json: Any = build_request_body(model, context, options)
             if options.on_payload is not None:
-                replaced = options.on_payload(body, model)
+                replaced = options.on_payload(body_json, model)
                 if replaced is not None:
-                    body = replaced
-            payload = orjson.dumps(body)
+                    body_json = replaced
+            payload = orjson.dumps(body_json)
             request = self.pool.stream(
                 "POST",
                 url,
@@ -486,6 +512,10 @@ class OpenAICompatProvider:
             for event in out:
                 yield event
             return
+        empty_kind: EmptyStreamKind | None = None
+        cut_failure: ProviderFailure | None = None
+        sniffed = bytearray()
+        received = 0
         try:
             if options.on_response is not None:
                 options.on_response(
@@ -500,17 +530,23 @@ class OpenAICompatProvider:
             yield builder.start()
             decoder = SSEDecoder()
             done = False
+            content_type = response.headers.get("content-type", "")
+            event_stream = "event-stream" in content_type.lower()
+            sniffed = bytearray()  # the body while no event has come, to say what it is
 
             def finished() -> bool:
                 return done
 
-            body = stream_chunks(
+            source = stream_chunks(
                 response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
             )
-            async with aclosing(body) as chunks:
+            async with aclosing(source) as chunks:
                 async for chunk in chunks:
                     if done:
                         continue  # after [DONE]: drained, not decoded
+                    if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
+                        sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
+                        received = len(sniffed)
                     for sse in decoder.feed(chunk):
                         if sse.data == b"[DONE]":
                             done = True
@@ -529,21 +565,105 @@ class OpenAICompatProvider:
                             break
                     if state.failure is not None:
                         break
+                    if not event_stream and state.events_seen == 0 and received >= _SNIFF_LIMIT:
+                        break  # megabytes of something else: enough to say what it is
             if not done and state.failure is None:
                 for sse in decoder.close():
                     if sse.data != b"[DONE]":
                         with suppress(orjson.JSONDecodeError):
                             state.chunk(orjson.loads(sse.data), out)
-            state.end(out)
+            if state.failure is None and state.events_seen == 0 and not done:
+                if body_has_content(sniffed):
+                    self._read_unexpected_body(state, content_type, url, bytes(sniffed), out)
+                else:
+                    empty_kind = "empty"
+            if empty_kind is None:
+                state.end(out)
         except Aborted:
             builder.fail(ProviderFailure(_ABORTED, aborted=True), out)
         except IdleTimeout as exc:
             builder.fail(failure_from_exception(exc, idle_timeout=timeouts.idle), out)
         except httpx.HTTPError as exc:
-            builder.fail(failure_from_exception(exc, idle_timeout=timeouts.idle), out)
+            failure = failure_from_exception(exc, idle_timeout=timeouts.idle)
+            if (
+                state.events_seen == 0
+                and not sniffed
+                and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
+            ):
+                empty_kind, cut_failure = "cut", failure  # closed right after the headers
+            else:
+                builder.fail(failure, out)
         except Exception as exc:
             builder.fail(ProviderFailure(f"{type(exc).__name__}: {exc}"), out)
         finally:
             await request.__aexit__(None, None, None)
+        if empty_kind is not None:
+            pending = cut_failure or ProviderFailure(_EMPTY)
+            if should_diagnose_empty_stream(
+                empty_kind,
+                estimated_prompt_tokens=estimate_payload_tokens(payload),
+                context_window=model.context_window,
+            ):
+                found = await self._diagnose(model, url, options, api_key, body_json, timeouts)
+                if found is not None:
+                    pending = found
+                elif signal is not None and signal.aborted:
+                    pending = ProviderFailure(_ABORTED, aborted=True)
+            builder.fail(pending, out)
         for event in out:
             yield event
+
+    def _read_unexpected_body(
+        self,
+        state: _StreamState,
+        content_type: str,
+        url: str,
+        body: bytes,
+        out: list[AssistantMessageEvent],
+    ) -> None:
+        """A 200 body without any event: a whole ``chat.completion`` object (a server that
+        ignores ``stream: true``) is read as the answer; anything else is one clear error."""
+        with suppress(orjson.JSONDecodeError):
+            parsed = orjson.loads(body)
+            if isinstance(parsed, dict) and isinstance(parsed.get("choices"), list):
+                state.chunk(parsed, out)
+                return
+        state.failure = failure_from_unexpected_body(content_type, url, body)
+
+    async def _diagnose(
+        self,
+        model: Model,
+        url: str,
+        options: StreamOptions,
+        api_key: str | None,
+        body: Any,
+        timeouts: Timeouts,
+    ) -> ProviderFailure | None:
+        """One non-streaming ``max_tokens: 1`` request: the error the stream did not carry
+        (``None`` when it succeeds, fails to connect, or is aborted)."""
+        if not isinstance(body, Mapping):
+            return None
+        headers = self.headers(model, options, api_key)
+        headers["accept"] = "application/json"
+        request = self.pool.stream(
+            "POST",
+            url,
+            content=orjson.dumps(diagnostic_request_body(body, max_tokens_field(model))),
+            headers=headers,
+            timeout=timeouts.httpx(),
+        )
+        try:
+            response = await guarded(request.__aenter__, options.signal, None)
+        except (Aborted, httpx.HTTPError):
+            return None
+        try:
+            if response.status_code < 400:
+                return None
+            raw = await read_body_capped(response, options.signal, timeouts.idle)
+        except (Aborted, IdleTimeout, httpx.HTTPError):
+            return None
+        finally:
+            await request.__aexit__(None, None, None)
+        failure = failure_from_http(response.status_code, response.headers, raw)
+        failure.message += DIAGNOSTIC_NOTE
+        return failure

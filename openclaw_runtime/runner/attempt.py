@@ -28,9 +28,12 @@ from ..agent.types import AgentContext, AgentLoopConfig, TurnContext
 from ..context import (
     MidTurnPrecheckOptions,
     estimate_llm_boundary_token_pressure,
+    estimate_rendered_llm_boundary_token_pressure,
+    format_prompt_too_large_message,
     install_tool_result_context_guard,
     resolve_prompt_budget,
     should_preemptively_compact_before_prompt,
+    should_refuse_prompt_before_sending,
 )
 from ..context.engine import AfterTurnParams, AssembleParams
 from ..context.lifecycle import finish_turn
@@ -56,6 +59,7 @@ from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
 from .payloads import ToolMeta
 from .recovery import PostCompactionLoopGuard
+from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
 
 __all__ = [
     "AttemptFacts",
@@ -177,6 +181,7 @@ class AttemptSpec:
     idle_timeout_s: float | None = None
     images: Sequence[ImageContent] = ()
     loop_guard: bool = False
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -195,6 +200,7 @@ class AttemptOutcome:
     externally_aborted: bool = False
     compactions: int = 0
     prompt_tokens: int | None = None
+    refused: str | None = None
     duration_ms: float = 0.0
     entry_ids: dict[int, str] = field(default_factory=dict)
 
@@ -244,11 +250,56 @@ async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[
     return session.build_session_context().messages
 
 
+async def _refuse_oversized_prompt(spec: AttemptSpec, outcome: AttemptOutcome) -> bool:
+    """A prompt far above the window is not sent (``should_refuse_prompt_before_sending``).
+    What the user typed is kept: the prompt and the refusal are written to the transcript,
+    then set aside (the leaf moves back before them), so the next run does not replay it."""
+    if spec.plan.mode != "prompt":
+        return False
+    prompt_text = spec.plan.prompt or ""
+    tokens = estimate_rendered_llm_boundary_token_pressure(
+        system_prompt=spec.system_prompt, prompt=prompt_text
+    )
+    if not should_refuse_prompt_before_sending(tokens, spec.context_window):
+        return False
+    model = spec.model
+    message = format_prompt_too_large_message(
+        prompt_tokens=tokens,
+        prompt_chars=len(prompt_text),
+        context_window=spec.context_window,
+        model_ref=model.ref,
+    )
+    session = spec.session
+    content: Any = prompt_text
+    if spec.images:
+        content = [TextContent(text=prompt_text), *spec.images]
+    prompt = UserMessage(content=content)
+    outcome.prompt_message = prompt
+    outcome.prompt_entry_id = await session.append_message(prompt)
+    refusal = AssistantMessage(
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        stop_reason="error",
+        error_message=message,
+    )
+    await session.append_message(refusal)
+    await session.flush()
+    await set_aside_failed_tail(session)
+    await set_aside_orphan_user_message(session)
+    outcome.prompt_tokens = tokens
+    outcome.refused = message
+    return True
+
+
 async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     """Run one attempt; never raises for provider failures (they are in the facts)."""
     started = time.perf_counter()
     outcome = AttemptOutcome(facts=collect_attempt_facts(()), new_messages=[])
     session = spec.session
+    if await _refuse_oversized_prompt(spec, outcome):
+        outcome.duration_ms = (time.perf_counter() - started) * 1000
+        return outcome
     messages = await _prepare_messages(spec, outcome)
 
     assembled = await spec.engine.assemble(
@@ -297,7 +348,11 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         transform_context=_pipeline(spec),
         get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
         thinking_level=spec.thinking_level,
-        stream_options=StreamOptions(idle_timeout=spec.idle_timeout_s, session_id=spec.session_id),
+        stream_options=StreamOptions(
+            idle_timeout=spec.idle_timeout_s,
+            session_id=spec.session_id,
+            max_tokens=spec.max_tokens,
+        ),
     )
     install_tool_result_context_guard(
         config,

@@ -52,7 +52,9 @@ from .entry import (
     evaluate_context_window_guard,
     resolve_context_window_info,
     resolve_initial_thinking_level,
+    resolve_output_token_cap,
 )
+from .error_kind import provider_error_kind, user_facing_reason
 from .events import (
     AttemptDecision,
     AttemptEnd,
@@ -161,8 +163,11 @@ class ModelAttemptLoop:
         learned = runtime.learned_context_windows.get(model.ref)
         if learned is not None and learned < self.window:
             self.window = learned  # a limit this model's provider stated in an earlier run
+        self.max_tokens = resolve_output_token_cap(
+            request.max_tokens, config.agent.max_tokens, model.max_tokens
+        )
         self.reserve = max(
-            1, min(DEFAULT_RESERVE_TOKENS, model.max_tokens or DEFAULT_RESERVE_TOKENS)
+            1, min(DEFAULT_RESERVE_TOKENS, self.max_tokens or DEFAULT_RESERVE_TOKENS)
         )
         self.stream_fn = runtime.stream_fn_for(model)
         self.policy = resolve_transcript_policy(
@@ -295,6 +300,7 @@ class ModelAttemptLoop:
                 idle_timeout_s=run.idle_timeout_s,
                 images=request.images if plan.mode == "prompt" and attempt_no == 1 else (),
                 loop_guard=run.total_compactions > 0,
+                max_tokens=self.max_tokens,
             )
         )
         run.absorb(outcome)
@@ -337,8 +343,8 @@ class ModelAttemptLoop:
                 stop_reason=assistant.stop_reason if assistant is not None else None,
                 duration_ms=outcome.duration_ms,
                 error=None
-                if failure.error_text is None
-                else redact_secret_text(failure.error_text),
+                if (failure.error_text or outcome.refused) is None
+                else redact_secret_text(failure.error_text or outcome.refused or ""),
                 failover_reason="context_overflow"
                 if failure.overflow
                 else _reason_text(failure.reason),
@@ -354,6 +360,13 @@ class ModelAttemptLoop:
                 assistant=assistant,
                 error=RunErrorInfo("aborted", "the run was aborted"),
                 error_payload_text="⚠️ The run was aborted.",
+            )
+        if outcome.refused is not None:
+            await self.decide(attempt_no, "surface_error", None, outcome.refused)
+            return self.result(
+                "error",
+                error=RunErrorInfo("prompt_too_large", outcome.refused),
+                error_payload_text=f"⚠️ {outcome.refused}",
             )
         facts = outcome.facts
         step = step_idle_timeout_breaker(
@@ -628,14 +641,15 @@ class ModelAttemptLoop:
         await self.decide(
             attempt_no, decision.action, decision.reason, "no recovery applies: surfacing the error"
         )
+        kind = provider_error_kind(failure.error_text, timed_out=outcome.timed_out)
         return self.result(
             "timeout" if outcome.timed_out else "error",
             assistant=assistant,
             timed_out=outcome.timed_out,
             error=RunErrorInfo(
-                "timeout" if outcome.timed_out else "provider",
+                kind,
                 redact_secret_text(failure.error_text or "the model call failed"),
-                _reason_text(reason),
+                user_facing_reason(kind, _reason_text(reason)),
             ),
         )
 

@@ -8,7 +8,10 @@ Pure functions, tested by tables:
   (a model without reasoning gets ``off``: the same default means different things);
 * ``resolve_context_window_info`` / ``evaluate_context_window_guard`` — the window the run
   plans with (model, capped by ``[agent] context_tokens``) and whether it is too small to try
-  (below 16 000 tokens: blocked with a failover error) or worth a warning (below 32 000).
+  (below 16 000 tokens: blocked with a failover error) or worth a warning (below 32 000);
+* ``resolve_output_token_cap`` — the ``max_tokens`` every model call carries: the run's,
+  else ``[agent] max_tokens``, else the model's own cap, so no call generates until the
+  window is full.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "resolve_context_window_info",
     "resolve_initial_run_model_ref",
     "resolve_initial_thinking_level",
+    "resolve_output_token_cap",
 ]
 
 #: OpenClaw's ``CONTEXT_WINDOW_HARD_MIN_TOKENS``: below this a model is not worth a call.
@@ -136,6 +140,19 @@ def evaluate_context_window_guard(
         should_warn=0 < tokens < warn_below_tokens,
         should_block=0 < tokens < hard_min_tokens,
     )
+
+
+def resolve_output_token_cap(
+    requested: int | None, configured: int | None, model_max_tokens: int | None
+) -> int | None:
+    """The output cap of a run's model calls: ``requested`` (``--max-tokens``,
+    ``RunRequest.max_tokens``), else ``configured`` (``[agent] max_tokens``), else the
+    model's ``max_tokens`` (8 192 for a model the catalog says nothing about). The provider
+    still clamps it to the model's cap. Non-positive values count as unset."""
+    for value in (requested, configured, model_max_tokens):
+        if value is not None and not isinstance(value, bool) and value > 0:
+            return int(value)
+    return None
 
 
 def _positive(value: float | None) -> bool:

@@ -38,6 +38,8 @@ class RunRequest:
     * ``timeout_s``: the limit for one attempt (default ``[agent] timeout_seconds``; 0 means
       none); the lanes allow that plus a 30 s grace, extended by progress.
     * ``auth_profile``: the preferred auth profile; with ``lock_auth_profile`` the only one.
+    * ``max_tokens``: the output cap of each model call (default ``[agent] max_tokens``, else
+      the model's ``max_tokens``).
     """
 
     prompt: str
@@ -61,6 +63,7 @@ class RunRequest:
     run_id: str | None = None
     messaging_tool_sent_texts: Sequence[str] = ()
     current_message_id: str | None = None
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):
@@ -69,6 +72,14 @@ class RunRequest:
             raise ValueError(f"RunRequest.timeout_s must be >= 0, got {self.timeout_s!r}")
         if self.idle_timeout_s is not None and not self.idle_timeout_s > 0:
             raise ValueError(f"RunRequest.idle_timeout_s must be > 0, got {self.idle_timeout_s!r}")
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, int)
+            or self.max_tokens < 1
+        ):
+            raise ValueError(
+                f"RunRequest.max_tokens must be a positive integer, got {self.max_tokens!r}"
+            )
         if self.lock_auth_profile and not self.auth_profile:
             raise ValueError("RunRequest.lock_auth_profile needs auth_profile")
 
@@ -77,8 +88,9 @@ class RunRequest:
 class RunErrorInfo:
     """Why a run failed: ``kind`` (``retry_limit``, ``context_overflow``,
     ``compaction_failure``, ``failover``, ``blocked``, ``aborted``, ``timeout``, ``provider``,
-    ``lane_timeout``, ``config``, ``incomplete_turn``, or the outcome's reason), the failover
-    ``reason`` when one applies, and a redacted message. Every failed run has one."""
+    ``network`` (the provider could not be reached), ``prompt_too_large`` (refused before
+    sending), ``lane_timeout``, ``config``, ``incomplete_turn``, or the outcome's reason), the
+    failover ``reason`` when one applies, and a redacted message. Every failed run has one."""
 
     kind: str
     message: str

@@ -63,6 +63,7 @@ from .entry import (
     resolve_initial_run_model_ref,
     resolve_initial_thinking_level,
 )
+from .error_kind import provider_error_kind, user_facing_reason
 from .events import (
     CompactionEnd,
     CompactionStart,
@@ -533,12 +534,18 @@ class _Run:
         else:
             text = partial.error_payload_text if partial is not None else None
             payloads = [ReplyPayload(text=text or f"⚠️ {message}", is_error=True)]
-        kind = "failover" if isinstance(exc, FailoverExhaustedError) else "provider"
+        kind = (
+            "failover"
+            if isinstance(exc, FailoverExhaustedError)
+            else provider_error_kind(message, timed_out=False)
+        )
         if partial is not None and partial.error is not None:
             kind = partial.error.kind
         return self._final(
             status="error",
-            error=RunErrorInfo(kind, message, None if reason is None else str(reason)),
+            error=RunErrorInfo(
+                kind, message, user_facing_reason(kind, None if reason is None else str(reason))
+            ),
             payloads=payloads,
             liveness_state="blocked",
             model=partial.model if partial is not None else None,

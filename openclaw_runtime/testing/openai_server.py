@@ -14,7 +14,8 @@ Each ``POST /v1/chat/completions`` goes through these decisions, in order:
 4. the first queued ``Fault`` that matches (``inject``);
 5. chaos: random faults on a fraction of requests (``chaos``), deterministic for a seed;
 6. the context window: more estimated prompt tokens than the model's window → 400
-   ``context_length_exceeded``;
+   ``context_length_exceeded`` (or, with ``overflow_style="llamacpp"`` / ``"llamacpp_cut"``,
+   llama.cpp's answer to a streamed request: an empty 200, or a cut after the headers);
 7. the first queued ``Reply`` that matches (``enqueue``);
 8. the brain: a deterministic stand-in model (summaries, tool calls, answers).
 
@@ -54,6 +55,7 @@ __all__ = [
     "DEFAULT_CHAOS_KINDS",
     "DEFAULT_CONTEXT_WINDOW",
     "FAULT_KINDS",
+    "OVERFLOW_STYLES",
     "Fault",
     "FaultInjectingOpenAIServer",
     "KeyBehavior",
@@ -81,6 +83,9 @@ FAULT_KINDS = frozenset(
         "reasoning_only",
     }
 )
+
+#: Every ``overflow_style`` (how a prompt above the window is answered).
+OVERFLOW_STYLES = ("openai", "llamacpp", "llamacpp_cut")
 
 #: What ``chaos()`` injects unless told otherwise: the transient failures a client must
 #: survive by retrying, rotating keys or falling back (no ``hang``: it needs an idle timeout).
@@ -255,7 +260,7 @@ class _Completion:
 class _Plan:
     """How to answer one request, decided under the lock and carried out outside it."""
 
-    kind: Literal["error", "completion", "hang", "json"]
+    kind: Literal["error", "completion", "hang", "json", "empty_stream", "headers_only"]
     index: int  # the request's sequence number (see ``_record``)
     status: int = 200
     payload: Any = None
@@ -288,6 +293,12 @@ class FaultInjectingOpenAIServer:
     ``chunk_chars`` is the size of streamed text deltas; ``tool_arguments`` fixes the
     arguments the brain calls a tool with; ``seed`` seeds ``chaos()`` by default. Use it as a
     context manager or ``start()`` / ``stop()``; point a model's ``baseUrl`` at ``base_url``.
+
+    ``overflow_style`` says how a prompt above the window is answered: ``"openai"`` (a 400
+    ``context_length_exceeded``), or like llama.cpp's server for a *streamed* request:
+    ``"llamacpp"`` (a 200 with an empty body) or ``"llamacpp_cut"`` (the connection closes
+    right after the headers); a non-streamed request still gets the 400 ("maximum context
+    length is N tokens").
     """
 
     def __init__(
@@ -298,9 +309,15 @@ class FaultInjectingOpenAIServer:
         chunk_chars: int = 16,
         tool_arguments: Mapping[str, Mapping[str, Any]] | None = None,
         seed: int | None = None,
+        overflow_style: str = "openai",
     ) -> None:
         if chunk_chars < 1:
             raise ValueError("chunk_chars must be at least 1")
+        if overflow_style not in OVERFLOW_STYLES:
+            raise ValueError(
+                f"unknown overflow_style {overflow_style!r}; expected one of {OVERFLOW_STYLES}"
+            )
+        self.overflow_style = overflow_style
         self._models = dict(models) if models is not None else None
         self._initial_keys = (
             {k: KeyBehavior(v) for k, v in keys.items()} if keys is not None else None
@@ -688,6 +705,11 @@ class FaultInjectingOpenAIServer:
                 plan.delay_s = delay_s
                 return plan
             # 6. the context window
+            if estimated > window and stream and self.overflow_style != "openai":
+                index = record("overflow", 200, fault=applied, chaos=from_chaos)
+                if self.overflow_style == "llamacpp":
+                    return _Plan("empty_stream", index, delay_s=delay_s)
+                return _Plan("headers_only", index, delay_s=delay_s)
             if estimated > window:
                 plan = error(
                     "overflow",
@@ -1358,6 +1380,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if plan.kind == "hang":
                 self._hang(plan)
+            elif plan.kind in ("empty_stream", "headers_only"):
+                self._quiet_stream(plan.kind == "empty_stream")
             elif plan.kind == "completion":
                 self._completion(plan)
             else:
@@ -1382,6 +1406,16 @@ class _Handler(BaseHTTPRequestHandler):
         overrides = {k.lower(): v for k, v in headers.items() if k.lower() != "content-length"}
         self._start(status, {**base, **overrides})
         self._write(data)
+
+    def _quiet_stream(self, complete: bool) -> None:
+        """llama.cpp's answer to a streamed prompt it cannot fit: a 200 whose body is empty,
+        or whose connection closes right after the headers (``complete=False``)."""
+        self._start(200, {"content-type": "text/event-stream", "transfer-encoding": "chunked"})
+        self.close_connection = True
+        if complete:
+            self._write(b"0\r\n\r\n")
+        else:
+            _shutdown_socket(self.connection)
 
     def _hang(self, plan: _Plan) -> None:
         if not plan.before_headers:

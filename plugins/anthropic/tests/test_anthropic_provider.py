@@ -592,6 +592,36 @@ async def test_one_byte_writes(provider, model, local_http_server):
     assert message.text() == "Hello world"
 
 
+async def test_gzip_compressed_stream(provider, model, local_http_server):
+    """The shared HTTP side reads decoded bytes: a server honouring our accept-encoding may
+    gzip its stream (issue 9 §3)."""
+    import gzip
+
+    raw = gzip.compress(HELLO)
+    local_http_server.enqueue(
+        ScriptedReply(
+            200,
+            {"content-type": "text/event-stream", "content-encoding": "gzip"},
+            [raw[i : i + 11] for i in range(0, len(raw), 11)],
+        )
+    )
+    _, message = await run(provider, model, api_key="sk-ant-test")
+    assert (message.stop_reason, message.text()) == ("stop", "Hello world")
+
+
+async def test_a_200_html_page_says_what_came_back(provider, model, local_http_server):
+    """Not "empty response": the shared HTTP side names the page (issue 9 §3)."""
+    page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+    local_http_server.enqueue(ScriptedReply(200, {"content-type": "text/html"}, [page]))
+    _, message = await run(provider, model, api_key="sk-ant-test")
+    assert message.stop_reason == "error"
+    assert message.error_message == (
+        "HTTP 200 without an event stream: got text/html from "
+        f"{local_http_server.base_url}/v1/messages: 502 Bad Gateway"
+    )
+    assert message.error_type == "upstream_error"
+
+
 # --------------------------------------------------------------------------- failures
 
 
