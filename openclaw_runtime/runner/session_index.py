@@ -24,12 +24,13 @@ import orjson
 from filelock import FileLock
 
 from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
+from ..redaction import package_logger
 
 __all__ = ["SessionIndex", "SessionIndexEntry"]
 
 T = TypeVar("T")
 SessionIndexEntry = dict[str, Any]
-logger = logging.getLogger("openclaw_runtime.sessions")
+logger = package_logger(logging.getLogger("openclaw_runtime.sessions"))
 
 
 def parse_session_index(data: bytes) -> tuple[dict[str, SessionIndexEntry], dict[str, Any]]:
