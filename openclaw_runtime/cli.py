@@ -46,12 +46,26 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 @cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the default output).")
+@click.option(
+    "--clear-faults",
+    is_flag=True,
+    help="Forget the recorded plugin faults and quarantines (<state_dir>/plugins/faults.json).",
+)
 @click.pass_context
 @command_errors(usage_exit=EXIT_FAILED)
-def plugins(ctx: click.Context) -> None:
-    """List plugins as JSON: name, distribution, version, hooks, load errors."""
+def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
+    """List plugins as JSON: name, distribution, version, hooks, load errors, recorded
+    faults and quarantines (from every process, until --clear-faults), name clashes."""
     runtime = Runtime(load_config(ctx))
-    click.echo(json.dumps(runtime.describe_plugins(), indent=2))
+    try:
+        if clear_faults:
+            removed = runtime.clear_plugin_faults()
+            click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
+            return
+        click.echo(json.dumps(runtime.describe_plugins(), indent=2))
+    finally:
+        runtime.close()
 
 
 @cli.command()

@@ -34,9 +34,11 @@ from .._exceptions import (
     ConfigurationError,
     FailoverExhaustedError,
     OpenClawRuntimeError,
+    PluginBackendError,
     ProviderError,
 )
 from ..auth import UnresolvedCredentialError
+from ..containment import PluginFault, component_unit, fault_scope
 from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..events import Event
@@ -67,6 +69,8 @@ from .events import (
     CompactionStart,
     LaneAcquired,
     LaneWait,
+    PluginFaultRaised,
+    PluginQuarantined,
     RunEnd,
     RunStart,
     ToolResultsTruncated,
@@ -148,12 +152,48 @@ class _Run:
         self.start_leaf_id: str | None = None
         self._last_beat = 0.0
         self._emit_faults = 0
+        #: Plugin faults raised during this run (``RunResult.faults``); ``_unreported`` are
+        #: the ones not yet on the event stream.
+        self.faults: list[PluginFault] = []
+        self._unreported: list[PluginFault] = []
+        self._reporting = False
 
     # events -------------------------------------------------------------------------------
 
+    def _on_plugin_fault(self, fault: PluginFault) -> None:
+        self.faults.append(fault)
+        self._unreported.append(fault)
+
+    async def report_faults(self) -> None:
+        """Put the plugin faults raised since the last event on the stream (an observer that
+        raises on one of them adds another, until its breaker opens)."""
+        if self._reporting:
+            return
+        self._reporting = True
+        try:
+            while self._unreported:
+                fault = self._unreported.pop(0)
+                unit = fault.unit or fault.hook
+                await self._dispatch(
+                    PluginFaultRaised(fault.plugin, fault.hook, unit, fault.error)
+                )
+                if fault.quarantined:
+                    await self._dispatch(
+                        PluginQuarantined(fault.plugin, fault.hook, unit, fault.error)
+                    )
+        finally:
+            self._reporting = False
+
     async def emit(self, event: Event) -> None:
+        """To the caller's callback and the plugins' ``on_agent_event``, followed by any
+        plugin faults raised since the last event."""
+        await self._dispatch(event)
+        if self._unreported and event.type != "run_end":
+            await self.report_faults()
+
+    async def _dispatch(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event``; an observer that
-        raises is logged and ignored (it must not change the run)."""
+        raises is skipped (the guard records it; it must not change the run)."""
         callback = self.on_event
         if callback is not None:
             try:
@@ -233,6 +273,10 @@ class _Run:
     # the run ------------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
+        with fault_scope(self._on_plugin_fault):
+            return await self._execute()
+
+    async def _execute(self) -> RunResult:
         self._resolve_entry()
         if self.claim_key:
             assert self.session_key is not None
@@ -278,6 +322,13 @@ class _Run:
                 timeout_phase="provider",
                 payloads=[ReplyPayload(text=f"⚠️ {exc}", is_error=True)],
             )
+        except PluginBackendError as exc:
+            result = self._backend_failed(exc)
+        except BaseExceptionGroup as group:
+            failed = _lone_backend_error(group)
+            if failed is None:
+                raise
+            result = self._backend_failed(failed)
         finally:
             if result is None:
                 # an exception escaped (a bug or bad input): still close the lifecycle
@@ -291,6 +342,7 @@ class _Run:
                             attempts=self.total_attempts,
                         )
                     )
+        await self.report_faults()
         await self.emit(
             RunEnd(
                 run_id=self.run_id,
@@ -302,6 +354,15 @@ class _Run:
             )
         )
         return result
+
+    def _backend_failed(self, exc: PluginBackendError) -> RunResult:
+        """A plugin's backend raised: the run ends with an error naming the plugin."""
+        message = redact_secret_text(str(exc))
+        return self._final(
+            status="error",
+            error=RunErrorInfo("plugin", message),
+            payloads=[ReplyPayload(text=f"⚠️ {message}", is_error=True)],
+        )
 
     async def _in_lanes(self) -> RunResult:
         runtime, request = self.runtime, self.request
@@ -582,6 +643,7 @@ class _Run:
             failure_signal=failure_signal,
             liveness_state=outcome.liveness_state,
             duration_ms=(time.perf_counter() - self.perf_start) * 1000,
+            faults=self.faults,  # the run's own list: faults while run_end is observed count
         )
 
     # the attempt loop ---------------------------------------------------------------------
@@ -663,7 +725,12 @@ class _Run:
 
     def sanitizer_fault(self, name: str, plugin: str | None, exc: BaseException) -> None:
         """A sanitizer raised: record it against its plugin; the pipeline skips it."""
-        self.hooks.record_fault(plugin, "register_transcript_sanitizers", exc)
+        self.hooks.record_fault(
+            plugin,
+            "register_transcript_sanitizers",
+            exc,
+            unit=component_unit("transcript_sanitizer", name),
+        )
 
     # compaction and truncation ------------------------------------------------------------
 
@@ -760,3 +827,18 @@ class _Run:
             ToolResultsTruncated(outcome.truncated, outcome.rewritten_entries, outcome.reason)
         )
         return outcome.truncated
+
+
+def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | None:
+    """The one ``PluginBackendError`` a task group wrapped, if that is all it holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)
+        else:
+            leaves.append(item)
+    if len(leaves) == 1 and isinstance(leaves[0], PluginBackendError):
+        return leaves[0]
+    return None

@@ -1,0 +1,208 @@
+"""The persisted plugin fault record (issue 9 §2): what one process saw, the next one shows
+(``openclaw-runtime plugins``, ``doctor``) until ``plugins --clear-faults``; a damaged record
+is set aside, never a crash; ``--events`` prints a line per fault and quarantine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from openclaw_runtime import OpenClawRuntimeWarning, Runtime, hookimpl
+from openclaw_runtime.cli import cli
+from openclaw_runtime.commands.timeline import describe_event
+from openclaw_runtime.containment import FaultRecord, PluginFault
+from openclaw_runtime.runner.events import PluginFaultRaised, PluginQuarantined
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
+
+pytestmark = pytest.mark.anyio
+
+CANARY_KEY = "sk-containment-canary-0123456789"
+
+
+@pytest.fixture
+def server() -> Iterator[FaultInjectingOpenAIServer]:
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+        yield running
+
+
+def write_config(tmp_path: Path, server: FaultInjectingOpenAIServer) -> Path:
+    path = tmp_path / "openclaw-runtime.toml"
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        '[agent]\nmodel = "mock/main"\n'
+        '[[models]]\nid = "main"\napi = "openai-completions"\nprovider = "mock"\n'
+        f'base_url = "{server.base_url}"\ncontext_window = 64000\n'
+        '[[auth.profiles]]\nid = "mock:0"\nprovider = "mock"\nmode = "api_key"\n'
+        'credential = "key-a"\n'
+    )
+    return path
+
+
+class Observer:
+    """An observer that leaks a key-shaped value into its error, and always raises."""
+
+    @hookimpl
+    def on_agent_event(self, event: Any) -> None:
+        raise RuntimeError(f"cannot reach https://telemetry.example/ with {CANARY_KEY}")
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        OPENCLAW_RUNTIME_STRICT_PLUGINS="0",
+        OPENCLAW_RUNTIME_RAISE_ERRORS="0",
+        OPENCLAW_RUNTIME_PLUGINS="",  # no entry-point plugins: only the record speaks
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    env.pop("OPENCLAW_RUNTIME_STATE_DIR", None)
+    return env
+
+
+def run_cli(tmp_path: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_runtime", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+async def fail_in_a_run(tmp_path: Path, config: Path) -> Any:
+    from openclaw_runtime.config import RuntimeConfig
+
+    runtime = Runtime(
+        RuntimeConfig.load(config),
+        plugins=[("telemetry", Observer())],
+        load_entrypoints=False,
+    )
+    try:
+        return await runtime.run("hi", session_id="s1")
+    finally:
+        await runtime.aclose()
+
+
+async def test_faults_are_visible_from_a_new_process_until_cleared(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    config = write_config(tmp_path, server)
+    result = await fail_in_a_run(tmp_path, config)
+    assert result.ok and len(result.faults) == 3  # the default threshold quarantines it
+
+    listed = run_cli(tmp_path, config, "plugins", "--json")
+    assert listed.returncode == 0, listed.stderr
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    telemetry = plugins["telemetry"]  # not loaded in this process: shown from the record
+    assert telemetry["status"] == "not loaded"
+    (entry,) = telemetry["faults"]
+    assert (entry["hook"], entry["unit"], entry["count"], entry["quarantines"]) == (
+        "on_agent_event",
+        "on_agent_event",
+        3,
+        1,
+    )
+    assert "cannot reach https://telemetry.example/" in entry["error"]
+    assert entry["firstAt"] <= entry["lastAt"]
+    # the error text went through the redactor: the key is nowhere on disk or on screen
+    assert CANARY_KEY not in listed.stdout
+    for path in (tmp_path / "state").rglob("*"):
+        if path.is_file():
+            assert CANARY_KEY.encode() not in path.read_bytes(), path
+
+    doctor = run_cli(tmp_path, config, "doctor", "--json")
+    warnings = [r["detail"] for r in json.loads(doctor.stdout) if r["status"] == "warn"]
+    assert any("telemetry failed in on_agent_event 3x, quarantined 1x" in w for w in warnings), (
+        warnings
+    )
+
+    cleared = run_cli(tmp_path, config, "plugins", "--clear-faults")
+    assert cleared.returncode == 0, cleared.stderr
+    assert "cleared 1 plugin fault record(s)" in cleared.stdout
+    listed = run_cli(tmp_path, config, "plugins", "--json")
+    assert "telemetry" not in {p["name"] for p in json.loads(listed.stdout)}
+    doctor = run_cli(tmp_path, config, "doctor", "--json")
+    assert not [r for r in json.loads(doctor.stdout) if "telemetry" in r["detail"]]
+
+
+def test_damaged_record_is_set_aside_and_named(tmp_path: Path, monkeypatch: Any) -> None:
+    state = tmp_path / "state"
+    (state / "plugins").mkdir(parents=True)
+    damaged = b'{"version": 1, "entries": [{"plugin": "x", "hook": '
+    (state / "plugins" / "faults.json").write_bytes(damaged)
+    runtime = Runtime({"state_dir": str(state)}, load_entrypoints=False)
+    with pytest.warns(OpenClawRuntimeWarning, match="could not be read; kept it aside as"):
+        assert runtime.recorded_plugin_faults() == []
+    (aside,) = runtime.fault_record.damaged_files()
+    assert aside.read_bytes() == damaged  # nothing lost
+    assert not (state / "plugins" / "faults.json").exists()
+    # a new fault starts a fresh record
+    runtime.hooks.record_fault("p", "on_agent_event", RuntimeError("boom"))
+    (entry,) = runtime.recorded_plugin_faults()
+    assert (entry["plugin"], entry["count"]) == ("p", 1)
+
+    monkeypatch.setenv("OPENCLAW_RUNTIME_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "")
+    monkeypatch.setenv("OPENCLAW_RUNTIME_RAISE_ERRORS", "0")
+    doctor = CliRunner().invoke(cli, ["doctor", "--json"])
+    details = [r["detail"] for r in json.loads(doctor.stdout) if r["status"] == "warn"]
+    assert f"damaged fault record kept aside as {aside}" in details
+    assert any(d.startswith("p failed in on_agent_event 1x") for d in details)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json at all",
+        b"[]",
+        b'{"entries": {}}',
+        b'{"entries": [{"plugin": 3, "hook": "h", "unit": "h", "error": "e", "count": 1,'
+        b' "firstAt": 1, "lastAt": 1, "quarantines": 0}]}',
+        b'{"entries": [{"plugin": "p", "hook": "h", "unit": "h", "error": "e", "count": true,'
+        b' "firstAt": 1, "lastAt": 1, "quarantines": 0}]}',
+        b"\xff\xfe\x00garbage",
+    ],
+)
+def test_every_kind_of_damage_is_set_aside(tmp_path: Path, content: bytes) -> None:
+    record = FaultRecord(tmp_path / "faults.json")
+    record.path.write_bytes(content)
+    with pytest.warns(OpenClawRuntimeWarning):
+        assert record.entries() == []
+    assert [p.read_bytes() for p in record.damaged_files()] == [content]
+
+
+def test_record_counts_across_instances_and_clears_per_plugin(tmp_path: Path) -> None:
+    first, second = FaultRecord(tmp_path / "f.json"), FaultRecord(tmp_path / "f.json")
+    first.add(PluginFault("a", "on_agent_event", "RuntimeError: x", 10.0))
+    second.add(PluginFault("a", "on_agent_event", "RuntimeError: y", 20.0, quarantined=True))
+    second.add(PluginFault("b", "register_stream_repairers", "E", 30.0, unit="stream_repairer:r"))
+    entries = first.entries()
+    assert [(e["plugin"], e["count"], e["error"], e["quarantines"]) for e in entries] == [
+        ("a", 2, "RuntimeError: y", 1),
+        ("b", 1, "E", 0),
+    ]
+    assert entries[0]["firstAt"] == 10.0 and entries[0]["lastAt"] == 20.0
+    assert first.clear("a") == 1
+    assert [e["plugin"] for e in second.entries()] == ["b"]
+    assert second.clear() == 1 and first.entries() == []
+
+
+def test_events_print_one_timeline_line_each() -> None:
+    fault = PluginFaultRaised(
+        "telemetry", "register_stream_repairers", "stream_repairer:fix", "ValueError: bug"
+    )
+    assert describe_event(fault) == (
+        "! plugin telemetry failed in register_stream_repairers, stream_repairer:fix "
+        "(skipped): ValueError: bug"
+    )
+    quarantined = PluginQuarantined("telemetry", "on_agent_event", "on_agent_event", "E")
+    line = describe_event(quarantined)
+    assert line is not None and line.startswith("! plugin telemetry quarantined (on_agent_event)")
