@@ -18,9 +18,11 @@ import pytest
 from openclaw_runtime import HookError, OpenClawRuntimeWarning, Runtime, hookimpl
 from openclaw_runtime.context.engine import ContextEngineInfo
 from openclaw_runtime.context.legacy import LegacyContextEngine
-from openclaw_runtime.events import Event
+from openclaw_runtime.events import Event, TextDelta
 from openclaw_runtime.failover import FailoverClassification
 from openclaw_runtime.repair.formats import FormatScan
+from openclaw_runtime.repair.normalizer import PlainTextToolCallRepairer
+from openclaw_runtime.testing import StreamRepairerContract
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
 
 pytestmark = pytest.mark.anyio
@@ -483,3 +485,28 @@ async def test_component_name_clash_is_reported_and_settled(make_runtime: Any) -
     with pytest.warns(OpenClawRuntimeWarning, match=r"using plugin 'second' \(\[plugins\] prefer"):
         result = await preferring.run("hi", session_id="s2")
     assert result.ok and calls == ["second"]
+
+
+# --------------------------------------------------------------------------- repairer contract
+
+
+class TestBuiltinRepairerKeepsTheContract(StreamRepairerContract):
+    @pytest.fixture
+    def stream_repairer(self) -> Any:
+        return PlainTextToolCallRepairer()
+
+
+class DeltaOnlyRepairer:
+    """The classic mistake: shouts in the deltas, leaves the final message as it was."""
+
+    async def __call__(self, events: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        async for event in events:
+            if event.type == "text_delta":
+                event = TextDelta(event.content_index, event.delta.upper(), event.partial)
+            yield event
+
+
+async def test_contract_catches_a_repairer_that_forgets_the_final_message() -> None:
+    contract = StreamRepairerContract()
+    with pytest.raises(AssertionError, match="apply the repair to the final message too"):
+        await contract.test_final_message_agrees_with_the_stream(DeltaOnlyRepairer())

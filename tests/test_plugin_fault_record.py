@@ -206,3 +206,21 @@ def test_events_print_one_timeline_line_each() -> None:
     quarantined = PluginQuarantined("telemetry", "on_agent_event", "on_agent_event", "E")
     line = describe_event(quarantined)
     assert line is not None and line.startswith("! plugin telemetry quarantined (on_agent_event)")
+
+
+def test_several_processes_lose_no_count(tmp_path: Path) -> None:
+    path = tmp_path / "plugins" / "faults.json"
+    script = (
+        "import sys\n"
+        "from openclaw_runtime.containment import FaultRecord, PluginFault\n"
+        "record = FaultRecord(sys.argv[1])\n"
+        "for i in range(25):\n"
+        "    record.add(PluginFault('p', 'on_agent_event', f'E{i}', float(i)))\n"
+    )
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(path)], cwd=tmp_path) for _ in range(4)
+    ]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0, 0]
+    (entry,) = FaultRecord(path).entries()
+    assert entry["count"] == 100
+    assert FaultRecord(path).damaged_files() == []

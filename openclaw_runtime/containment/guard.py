@@ -50,6 +50,8 @@ logger = logging.getLogger("openclaw_runtime.plugins")
 
 #: Error texts are cut to this many characters (a plugin may raise with a huge message).
 ERROR_TEXT_LIMIT = 1_000
+#: Faults kept in memory per runtime (oldest dropped); the persisted record keeps counts.
+MAX_FAULTS_KEPT = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +207,8 @@ class PluginGuard:
             quarantined=step.tripped,
         )
         self.faults.append(fault)
+        if len(self.faults) > MAX_FAULTS_KEPT:
+            del self.faults[: len(self.faults) - MAX_FAULTS_KEPT]
         logger.warning(
             "plugin %r failed in %s (%s): %s%s",
             plugin,
