@@ -224,3 +224,67 @@ def test_several_processes_lose_no_count(tmp_path: Path) -> None:
     (entry,) = FaultRecord(path).entries()
     assert entry["count"] == 100
     assert FaultRecord(path).damaged_files() == []
+
+
+FLAKY_PLUGIN = """
+from openclaw_runtime import hookimpl
+
+
+@hookimpl
+def on_agent_event(event):
+    raise RuntimeError("telemetry endpoint refused the event")
+"""
+
+
+def install_flaky_plugin(site: Path) -> None:
+    """A real entry-point plugin on the interpreter's path (a dist-info, no pip needed)."""
+    site.mkdir()
+    (site / "flaky_observer.py").write_text(FLAKY_PLUGIN)
+    info = site / "flaky_observer-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flaky-observer\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[openclaw_runtime]\nflaky = flaky_observer\n")
+
+
+def test_cli_events_show_the_fault_and_the_quarantine(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    config = write_config(tmp_path, server)
+    install_flaky_plugin(tmp_path / "site")
+    env = cli_env(tmp_path)
+    env.pop("OPENCLAW_RUNTIME_PLUGINS")  # load the entry-point plugin
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    command = [sys.executable, "-m", "openclaw_runtime", "--config", str(config)]
+    done = subprocess.run(
+        [*command, "run", "hi", "--events"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "You said: hi" in done.stdout
+    assert "! plugin flaky failed in on_agent_event (skipped): RuntimeError: telemetry" in (
+        done.stderr
+    )
+    assert "! plugin flaky quarantined (on_agent_event)" in done.stderr
+
+    as_json = subprocess.run(
+        [*command, "run", "again", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    faults = json.loads(as_json.stdout)["faults"]
+    assert [(f["plugin"], f["hook"]) for f in faults] == [("flaky", "on_agent_event")] * 3
+    listed = subprocess.run(
+        [*command, "plugins"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+    flaky = {p["name"]: p for p in json.loads(listed.stdout)}["flaky"]
+    assert flaky["status"] == "loaded"
+    (entry,) = flaky["faults"]
+    assert (entry["count"], entry["quarantines"]) == (6, 2)  # two processes, one record
