@@ -487,6 +487,8 @@ class Runtime:
         return self._context_slot
 
     def _engine_quarantined(self, quarantine: Any) -> None:
+        if quarantine.owner is None:
+            return  # a configured name nothing registered: a config problem (doctor: fail)
         self.hooks.record_fault(
             quarantine.owner,
             "register_context_engines",
@@ -825,7 +827,7 @@ class Runtime:
         for name, entries in recorded.items():
             out.append(
                 {
-                    "name": name,
+                    "name": name or "(unknown plugin)",
                     "source": "record",
                     "status": "not loaded",
                     "distribution": None,

@@ -98,7 +98,7 @@ def _valid_entries(document: object) -> list[dict[str, Any]] | None:
 class FaultRecord:
     """The fault record file of one state dir (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 5.0) -> None:
         self.path = Path(path).expanduser()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
