@@ -510,3 +510,139 @@ async def test_contract_catches_a_repairer_that_forgets_the_final_message() -> N
     contract = StreamRepairerContract()
     with pytest.raises(AssertionError, match="apply the repair to the final message too"):
         await contract.test_final_message_agrees_with_the_stream(DeltaOnlyRepairer())
+
+
+# --------------------------------------------------------------------------- more repairer shapes
+
+
+def repairer_plugin(name: str, repairer: Any) -> tuple[str, Any]:
+    class Plugin:
+        @hookimpl
+        def register_stream_repairers(self, register: Any) -> None:
+            register(name, repairer)
+
+    return (name, Plugin())
+
+
+async def raises_at_once(events: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+    async for _event in events:
+        raise ValueError("first event")
+        yield _event
+
+
+def not_a_stream(events: AsyncIterator[Any], context: Any) -> Any:
+    return 42  # not an async iterator
+
+
+class BadBinding:
+    """A repairer that takes formats but breaks while binding them."""
+
+    def with_formats(self, formats: Any) -> Any:
+        raise RuntimeError("cannot bind")
+
+    def __call__(self, events: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        return events
+
+
+@pytest.mark.parametrize(
+    ("repairer", "error"),
+    [
+        (raises_at_once, "ValueError: first event"),
+        (not_a_stream, "AttributeError"),
+        (BadBinding(), "RuntimeError: cannot bind"),
+    ],
+    ids=["raises-on-first-event", "returns-no-stream", "with-formats-raises"],
+)
+async def test_every_broken_repairer_shape_is_contained(
+    make_runtime: Any, repairer: Any, error: str
+) -> None:
+    runtime = make_runtime(repairer_plugin("shape", repairer))
+    result = await runtime.run("hello there", session_id="s1")
+    assert result.ok, result.error
+    assert result.text == "You said: hello there"
+    (fault,) = result.faults if result.faults else runtime.hooks.faults
+    assert (fault.plugin, fault.unit) == ("shape", "stream_repairer:shape")
+    assert error in fault.error
+
+
+async def test_provider_failure_inside_a_repairer_is_not_blamed_on_it() -> None:
+    from openclaw_runtime.containment import PluginGuard
+    from openclaw_runtime.events import Start
+    from openclaw_runtime.llm import Context, Model, StreamOptions
+    from openclaw_runtime.messages import AssistantMessage
+    from openclaw_runtime.repair.compose import apply_stream_repairers, guard_stream_repairer
+
+    async def passthrough(events: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        async for event in events:
+            yield event
+
+    class ProviderBug(Exception):
+        pass
+
+    async def broken_provider(model: Any, context: Any, options: Any) -> AsyncIterator[Any]:
+        yield Start(AssistantMessage(api="fake", provider="fake", model="m"))
+        raise ProviderBug("connection reset")
+
+    guard = PluginGuard()
+    stream_fn = apply_stream_repairers(
+        broken_provider,  # a raw generator: its exception travels through the repairer
+        [guard_stream_repairer(passthrough, guard=guard, plugin="innocent", name="p")],
+    )
+    model = Model(id="m", name="m", api="fake", provider="fake")
+    stream = stream_fn(model, Context("s", [], []), StreamOptions())
+    seen = [event.type async for event in stream]
+    assert seen == ["start"]
+    with pytest.raises(ProviderBug):
+        await stream.result()
+    assert guard.faults == []  # the provider's failure, not the repairer's
+
+
+# --------------------------------------------------------------------------- config and models
+
+
+def test_containment_settings_are_validated(tmp_path: Path) -> None:
+    from openclaw_runtime import ConfigurationError
+    from openclaw_runtime.config import RuntimeConfig
+
+    with pytest.raises(ConfigurationError, match="fault_threshold"):
+        RuntimeConfig.coerce({"plugins": {"fault_threshold": 0}})
+    with pytest.raises(ConfigurationError, match="fault_windows"):
+        RuntimeConfig.coerce({"plugins": {"fault_windows": 3}})
+    settings = RuntimeConfig.coerce(
+        {"plugins": {"fault_threshold": 5, "quarantine_seconds": 0, "prefer": {"x": "p"}}}
+    ).plugins
+    assert (settings.fault_threshold, settings.quarantine_seconds, settings.prefer) == (
+        5,
+        0,
+        {"x": "p"},
+    )
+
+
+def test_model_clashes_are_settled_not_raised(tmp_path: Path) -> None:
+    from openclaw_runtime.llm import Model
+
+    def models(tag: str) -> Any:
+        class Plugin:
+            @hookimpl
+            def register_models(self, register: Any) -> None:
+                register(Model(id="m", name=tag, api="echo", provider="acme"))
+
+        return Plugin()
+
+    config = {
+        "state_dir": str(tmp_path / "state"),
+        "models": [{"id": "m", "name": "from-config", "api": "echo", "provider": "acme"}],
+    }
+    runtime = Runtime(
+        config, plugins=[("one", models("one")), ("two", models("two"))], load_entrypoints=False
+    )
+    with pytest.warns(OpenClawRuntimeWarning) as caught:
+        assert runtime.resolve_model("acme/m").name == "from-config"
+    messages = [str(w.message) for w in caught]
+    assert any(
+        "model 'acme/m' is registered by both plugin 'one' and plugin 'two'" in m for m in messages
+    )
+    assert [(c.kept, c.dropped, c.rule) for c in runtime.component_clashes()] == [
+        ("one", "two", "first"),
+        (None, "one", "config"),
+    ]

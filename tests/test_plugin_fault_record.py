@@ -288,3 +288,66 @@ def test_cli_events_show_the_fault_and_the_quarantine(
     assert flaky["status"] == "loaded"
     (entry,) = flaky["faults"]
     assert (entry["count"], entry["quarantines"]) == (6, 2)  # two processes, one record
+
+
+CLASHING_PLUGIN = """
+from openclaw_runtime import hookimpl
+
+
+async def fixer(events, context):
+    async for event in events:
+        yield event
+
+
+@hookimpl
+def register_stream_repairers(register):
+    register("fixer", fixer)
+"""
+
+
+def test_clash_between_installed_plugins_is_a_warning_in_plugins_and_doctor(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    config = write_config(tmp_path, server)
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in ("alpha", "beta"):
+        (site / f"{name}_fixer.py").write_text(CLASHING_PLUGIN)
+        info = site / f"{name}_fixer-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-fixer\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[openclaw_runtime]\n{name} = {name}_fixer\n")
+    env = cli_env(tmp_path)
+    env.pop("OPENCLAW_RUNTIME_PLUGINS")
+    env["PYTHONPATH"] = str(site)
+    command = [sys.executable, "-m", "openclaw_runtime", "--config", str(config)]
+    listed = subprocess.run(
+        [*command, "plugins"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr
+    message = (
+        "stream repairer 'fixer' is registered by both plugin 'alpha' and plugin 'beta'; "
+        "using plugin 'alpha' (it loaded first"
+    )
+    assert message in listed.stderr  # the warning
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert plugins["alpha"]["clashes"] == plugins["beta"]["clashes"]
+    (clash,) = plugins["beta"]["clashes"]
+    assert (clash["kept"], clash["dropped"], clash["rule"]) == ("alpha", "beta", "first")
+
+    doctor = subprocess.run(
+        [*command, "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    rows = [(r["status"], r["check"], r["detail"]) for r in json.loads(doctor.stdout)]
+    assert [r for r in rows if r[1] == "plugin clash"] == [
+        ("warn", "plugin clash", clash["message"])
+    ]
+    ran = subprocess.run(
+        [*command, "run", "hi"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert ran.returncode == 0 and "You said: hi" in ran.stdout  # the clash stops nothing

@@ -217,6 +217,8 @@ class PluginGuard:
             fault.error,
             "; quarantined for this process" if step.tripped else "",
         )
+        if isinstance(exc, BaseException):
+            logger.debug("plugin %r raised in %s", plugin, hook, exc_info=exc)
         if self.sink is not None:
             try:
                 self.sink.add(fault)
