@@ -19,7 +19,7 @@ import click
 from . import __version__
 from ._runtime import Runtime
 from .commands import chat, compact, doctor, run, sessions
-from .commands._common import EXIT_FAILED, command_errors, load_config
+from .commands._common import EXIT_FAILED, command_errors, fail, load_config
 from .commands.profiles import profiles
 
 __all__ = ["cli", "main"]
@@ -60,7 +60,11 @@ def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
     runtime = Runtime(load_config(ctx))
     try:
         if clear_faults:
-            removed = runtime.clear_plugin_faults()
+            try:
+                removed = runtime.clear_plugin_faults()
+            except OSError as exc:  # an unwritable state dir; filelock.Timeout is one too
+                fail(f"cannot clear the plugin fault record {runtime.fault_record.path}: {exc}")
+                return
             click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
             return
         click.echo(json.dumps(runtime.describe_plugins(), indent=2))

@@ -351,3 +351,16 @@ def test_clash_between_installed_plugins_is_a_warning_in_plugins_and_doctor(
         [*command, "run", "hi"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
     )
     assert ran.returncode == 0 and "You said: hi" in ran.stdout  # the clash stops nothing
+
+
+def test_clear_faults_on_an_unusable_record_is_one_line(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    config = write_config(tmp_path, server)
+    (tmp_path / "state" / "plugins" / "faults.json").mkdir(parents=True)  # not a file
+    done = run_cli(tmp_path, config, "plugins", "--clear-faults")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: cannot clear the plugin fault record")
+    assert "Traceback" not in done.stderr
+    listed = run_cli(tmp_path, config, "plugins")  # listing still works
+    assert listed.returncode == 0, listed.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -217,8 +218,10 @@ class PluginGuard:
             fault.error,
             "; quarantined for this process" if step.tripped else "",
         )
-        if isinstance(exc, BaseException):
-            logger.debug("plugin %r raised in %s", plugin, hook, exc_info=exc)
+        if isinstance(exc, BaseException) and logger.isEnabledFor(logging.DEBUG):
+            # the traceback helps the plugin's author; redacted like the error text
+            trace = "".join(traceback.format_exception(exc))
+            logger.debug("plugin %r raised in %s:\n%s", plugin, hook, self.redact(trace))
         if self.sink is not None:
             try:
                 self.sink.add(fault)
