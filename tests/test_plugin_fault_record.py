@@ -8,12 +8,15 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from openclaw_runtime import OpenClawRuntimeWarning, Runtime, hookimpl
 from openclaw_runtime.cli import cli
@@ -364,3 +367,46 @@ def test_clear_faults_on_an_unusable_record_is_one_line(
     assert "Traceback" not in done.stderr
     listed = run_cli(tmp_path, config, "plugins")  # listing still works
     assert listed.returncode == 0, listed.stderr
+
+
+def _valid_record_bytes(tmp_path: Path) -> bytes:
+    record = FaultRecord(tmp_path / "source" / "faults.json")
+    record.add(PluginFault("a", "on_agent_event", "RuntimeError: x", 1.0))
+    record.add(PluginFault("b", "register_stream_repairers", "E", 2.0, "stream_repairer:r", True))
+    return record.path.read_bytes()
+
+
+def test_record_cut_at_every_byte_loads_without_exception(tmp_path: Path) -> None:
+    """The record is replaced whole (never appended), so a cut file is outside damage: it
+    must never raise, and its bytes are kept aside (no partial entry is trusted)."""
+    content = _valid_record_bytes(tmp_path)
+    for cut in range(len(content) + 1):
+        record = FaultRecord(tmp_path / f"cut-{cut}" / "faults.json")
+        record.path.parent.mkdir()
+        record.path.write_bytes(content[:cut])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OpenClawRuntimeWarning)
+            entries = record.entries()
+        if cut == len(content) or cut == len(content) - 1:  # whole (the newline is optional)
+            assert [e["plugin"] for e in entries] == ["a", "b"]
+        elif cut == 0:
+            assert entries == []
+        else:
+            assert entries == [], cut
+            assert [p.read_bytes() for p in record.damaged_files()] == [content[:cut]]
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.binary(max_size=400) | st.text(max_size=300).map(str.encode))
+def test_any_bytes_in_the_record_never_raise(tmp_path: Path, data: bytes) -> None:
+    record = FaultRecord(tmp_path / f"fuzz-{os.urandom(6).hex()}" / "faults.json")
+    record.path.parent.mkdir()
+    record.path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpenClawRuntimeWarning)
+        entries = record.entries()
+        record.add(PluginFault("p", "h", "e", 1.0))  # a damaged record never blocks a new fault
+    assert isinstance(entries, list)
+    assert any(e["plugin"] == "p" for e in record.entries())
