@@ -43,6 +43,7 @@ __all__ = [
     "OpenClawRuntimeDeprecationWarning",
     "OpenClawRuntimeError",
     "OpenClawRuntimeWarning",
+    "PluginBackendError",
     "PluginConflictError",
     "PluginError",
     "PluginLoadError",
@@ -100,6 +101,12 @@ class PluginLoadError(PluginError):
 
 class PluginValidationError(PluginError):
     """A hookimpl does not match its hookspec (wraps pluggy's error)."""
+
+
+class PluginBackendError(PluginError):
+    """A plugin's backend (lanes, auth store, session store) raised; the run cannot go on
+    without it. The message names the plugin, the backend and the method; ``__cause__`` is
+    the plugin's own exception."""
 
 
 class PluginConflictError(PluginError):

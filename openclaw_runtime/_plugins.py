@@ -25,6 +25,7 @@ from stevedore import ExtensionManager, NamedExtensionManager
 from . import hookspecs
 from ._exceptions import (
     ConfigurationError,
+    HookError,
     OpenClawRuntimeWarning,
     PluginConflictError,
     PluginLoadError,
@@ -165,6 +166,39 @@ class OpenClawPluginManager(pluggy.PluginManager):
         self.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
         self.call_monitors: list[Callable[[HookCall], None]] = []
+        #: Plugins whose ``runtime_add_hookspecs`` raised (the ``Runtime`` records them as
+        #: faults); in strict mode the error is raised instead.
+        self.hookspec_faults: list[tuple[str | None, Exception]] = []
+        self.strict = False
+
+    def _hookexec(
+        self,
+        hook_name: str,
+        methods: Sequence[Any],
+        kwargs: Mapping[str, object],
+        firstresult: bool,
+    ) -> object | list[object]:
+        # Only historic replays and direct ``pm.hook.x()`` calls come through here (the host
+        # calls implementations one by one); ``runtime_add_hookspecs`` is replayed inside
+        # ``register()``, so a raising one would otherwise abort loading every plugin.
+        if hook_name != "runtime_add_hookspecs":
+            return super()._hookexec(hook_name, methods, kwargs, firstresult)
+        results: list[object] = []
+        for method in methods:
+            try:
+                answer = super()._hookexec(hook_name, [method], kwargs, False)
+            except Exception as exc:
+                if self.strict:
+                    raise HookError(
+                        f"plugin {method.plugin_name!r} raised in {hook_name}: {exc}",
+                        hook_name=hook_name,
+                        plugin_name=method.plugin_name,
+                    ) from exc
+                self.hookspec_faults.append((method.plugin_name, exc))
+                continue
+            if isinstance(answer, list):
+                results.extend(answer)
+        return results
 
     def add_call_monitor(self, monitor: Callable[[HookCall], None]) -> Callable[[], None]:
         """Watch every hook call the host makes (``openclaw_runtime.testing`` uses this)."""
@@ -204,6 +238,7 @@ def get_plugin_manager(
     policy = policy or resolve_plugin_policy(env=os.environ)
     strict = policy.strict if on_load_failure is None else on_load_failure == "raise"
     pm = OpenClawPluginManager()
+    pm.strict = strict
     pm.hook.runtime_add_hookspecs.call_historic(kwargs={"pm": pm})
 
     import importlib

@@ -1,7 +1,10 @@
 """Named component registries: one per slot, every entry attributed to its plugin.
 
-The host never silently renames or replaces a component: registering a taken name is a
-``PluginConflictError`` naming both plugins, and an unknown name is a
+The host never silently renames a component. Two plugins registering the same name is a
+*clash*: it is recorded (``ComponentRegistry.clashes``, shown by ``openclaw-runtime plugins``,
+``doctor`` and a warning) and settled by ``resolve_component_clash`` — the plugin named in
+``[plugins] prefer`` for that name wins, else a built-in wins over a plugin, else the first
+registration stays — so a clash never stops a run. An unknown name is a
 ``ComponentNotFoundError`` listing what is registered.
 """
 
@@ -11,9 +14,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from ._exceptions import ComponentNotFoundError, PluginConflictError
+from ._exceptions import ComponentNotFoundError
 
-__all__ = ["ComponentRegistry", "Registration"]
+__all__ = [
+    "BUILTIN_PLUGIN_PREFIX",
+    "ComponentClash",
+    "ComponentRegistry",
+    "Registration",
+    "resolve_component_clash",
+]
+
+#: Plugins shipped inside the core distribution are named ``builtin.<area>``.
+BUILTIN_PLUGIN_PREFIX = "builtin."
 
 T = TypeVar("T")
 
@@ -33,6 +45,69 @@ class Registration(Generic[T]):
         return int(self.options.get("order", 100))
 
 
+@dataclass(frozen=True, slots=True)
+class ComponentClash:
+    """Two plugins registered ``name`` in one slot; ``kept``'s registration is the one used."""
+
+    kind: str
+    name: str
+    kept: str | None
+    dropped: str | None
+    rule: str  # "config" ([plugins] prefer), "builtin" or "first" (loaded first)
+
+    def message(self) -> str:
+        """One sentence for warnings, ``plugins`` and ``doctor``."""
+        why = {
+            "config": "[plugins] prefer picks it",
+            "builtin": "built-in components win",
+            "first": f"it loaded first; set [plugins] prefer.{self.name} to choose",
+        }[self.rule]
+        return (
+            f"{self.kind} {self.name!r} is registered by both plugin {self.kept!r} and plugin "
+            f"{self.dropped!r}; using plugin {self.kept!r} ({why})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "kept": self.kept,
+            "dropped": self.dropped,
+            "rule": self.rule,
+            "message": self.message(),
+        }
+
+
+def _is_builtin(plugin: str | None) -> bool:
+    return plugin is not None and plugin.startswith(BUILTIN_PLUGIN_PREFIX)
+
+
+def resolve_component_clash(
+    name: str,
+    first: str | None,
+    second: str | None,
+    prefer: Mapping[str, str],
+    load_order: Mapping[str, int] | None = None,
+) -> tuple[str | None, str]:
+    """Which of two plugins registering ``name`` wins, and by which rule.
+
+    ``prefer`` (``[plugins] prefer``: name → plugin) decides when it names one of them; else a
+    built-in (``builtin.*``) beats a plugin; else the plugin loaded first (``load_order``:
+    built-ins, explicit plugins, entry points by name) wins; without an order, the earlier
+    registration (``first``) stays.
+    """
+    picked = prefer.get(name)
+    if picked is not None and picked in (first, second):
+        return picked, "config"
+    if _is_builtin(first) != _is_builtin(second):
+        return (first if _is_builtin(first) else second), "builtin"
+    if load_order and first in load_order and second in load_order:
+        assert first is not None and second is not None
+        return (second if load_order[second] < load_order[first] else first), "first"
+    return first, "first"
+
+
 class ComponentRegistry(Generic[T]):
     """Components of one kind (``"context engine"``, ``"provider"``...) by name."""
 
@@ -45,19 +120,40 @@ class ComponentRegistry(Generic[T]):
         self.kind = kind
         self._entries: dict[str, Registration[T]] = {}
         self._not_found = not_found
+        #: ``[plugins] prefer``: component name → the plugin whose registration wins a clash.
+        self.prefer: Mapping[str, str] = {}
+        #: Plugin name → load position (settles a clash ``prefer`` does not).
+        self.load_order: Mapping[str, int] = {}
+        #: Every clash seen, in registration order.
+        self.clashes: list[ComponentClash] = []
 
-    def add(self, name: str, component: T, *, plugin: str | None = None, **options: Any) -> None:
-        """Register ``component`` as ``name`` for ``plugin``."""
+    def add(
+        self, name: str, component: T, *, plugin: str | None = None, **options: Any
+    ) -> ComponentClash | None:
+        """Register ``component`` as ``name`` for ``plugin``; a taken name is a clash,
+        recorded, settled (``resolve_component_clash``) and returned."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"{self.kind} name must be a non-empty string, got {name!r}")
+        registration = Registration(name, component, plugin, dict(options))
         existing = self._entries.get(name)
-        if existing is not None:
-            raise PluginConflictError(
-                f"{self.kind} {name!r} is registered by both plugin {existing.plugin!r} "
-                f"and plugin {plugin!r}",
-                plugin_name=plugin,
-            )
-        self._entries[name] = Registration(name, component, plugin, dict(options))
+        if existing is None:
+            self._entries[name] = registration
+            return None
+        winner, rule = resolve_component_clash(
+            name, existing.plugin, plugin, self.prefer, self.load_order
+        )
+        keep_new = winner == plugin and winner != existing.plugin
+        clash = ComponentClash(
+            self.kind,
+            name,
+            kept=plugin if keep_new else existing.plugin,
+            dropped=existing.plugin if keep_new else plugin,
+            rule=rule,
+        )
+        if keep_new:
+            self._entries[name] = registration
+        self.clashes.append(clash)
+        return clash
 
     def get(self, name: str) -> T:
         """The component registered as ``name``."""

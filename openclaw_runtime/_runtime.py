@@ -2,16 +2,19 @@
 collected from plugins, and ``Hooks``, the typed facade that is the only caller of hooks.
 
 Hooks are called one implementation at a time so every answer, registration and failure is
-attributed to the plugin by name. A plugin that raises while a run is going is recorded in
-``runtime.hooks.faults`` and skipped; it never takes the run down.
+attributed to the plugin by name. Every call goes through the runtime's ``PluginGuard``
+(``openclaw_runtime.containment``): a plugin that raises is recorded (``runtime.hooks.faults``,
+the run's ``plugin_fault`` events and ``RunResult.faults``, the persisted fault record) and
+skipped; repeated faults quarantine it (a circuit breaker). It never takes the run down.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
-import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +24,7 @@ from ._exceptions import (
     ConfigurationError,
     HookError,
     OpenClawRuntimeError,
+    OpenClawRuntimeWarning,
     RunBlockedError,
 )
 from ._plugins import (
@@ -30,19 +34,29 @@ from ._plugins import (
     get_plugin_manager,
     resolve_plugin_policy,
 )
-from ._registry import ComponentRegistry, Registration
+from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, ComponentRegistry, Registration
 from ._types import RunBlock
 from .agent import Agent, AgentTool
-from .config import RuntimeConfig
+from .config import PluginSettings, RuntimeConfig
+from .containment import (
+    BreakerPolicy,
+    FaultRecord,
+    PluginFault,
+    PluginGuard,
+    component_unit,
+)
+from .containment.proxy import GuardedBackend, backend_error
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
 from .events import Event
+from .failover.events import redact_secret_text
 from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
 from .messages import UserMessage
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
-from .repair.compose import apply_stream_repairers, bind_tool_call_formats
+from .repair.compose import apply_stream_repairers, guard_stream_repairers
 from .transcript.policy import TranscriptPolicy
+from .transcript.sanitize import guard_transcript_sanitizer
 
 __all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
 
@@ -51,14 +65,13 @@ logger = package_logger(logging.getLogger("openclaw_runtime"))
 BACKEND_KINDS = ("lanes", "auth_store", "session_store")
 
 
-@dataclass(frozen=True, slots=True)
-class PluginFault:
-    """A plugin raised inside a hook; recorded, reported, and otherwise ignored."""
-
-    plugin: str | None
-    hook: str
-    error: str
-    at: float
+def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
+    """The circuit-breaker policy of ``[plugins]``."""
+    return BreakerPolicy(
+        threshold=settings.fault_threshold,
+        window_s=settings.fault_window_seconds,
+        cooloff_s=settings.quarantine_seconds,
+    )
 
 
 @dataclass
@@ -119,12 +132,26 @@ class _Registrar:
 class Hooks:
     """Typed, guarded calls of every hook; nothing else in the host calls ``pm.hook``."""
 
-    def __init__(self, pm: OpenClawPluginManager, *, strict: bool = False, trace: bool = False):
+    def __init__(
+        self,
+        pm: OpenClawPluginManager,
+        *,
+        strict: bool = False,
+        trace: bool = False,
+        guard: PluginGuard | None = None,
+    ):
         self._pm = pm
         self.strict = strict
         self.trace = trace
-        self.faults: list[PluginFault] = []
+        self.guard = guard or PluginGuard()
         self.observes_events = bool(self._impls("on_agent_event"))
+        for plugin, exc in pm.hookspec_faults:
+            self.record_fault(plugin, "runtime_add_hookspecs", exc)
+
+    @property
+    def faults(self) -> list[PluginFault]:
+        """Every plugin fault this runtime saw, oldest first."""
+        return self.guard.faults
 
     # plumbing ---------------------------------------------------------------------------------
 
@@ -151,30 +178,47 @@ class Hooks:
         exc.add_note(f"raised by plugin {impl.plugin_name!r} in hook {hook_name!r}")
         self.record_fault(impl.plugin_name, hook_name, exc)
 
-    def record_fault(self, plugin: str | None, hook_name: str, exc: BaseException) -> None:
-        """Remember that ``plugin`` failed in ``hook_name`` (shown by ``plugins``)."""
-        self.faults.append(
-            PluginFault(plugin, hook_name, f"{type(exc).__name__}: {exc}", time.time())
-        )
-        logger.warning("plugin %r failed in %s: %s", plugin, hook_name, exc, exc_info=exc)
+    def record_fault(
+        self,
+        plugin: str | None,
+        hook_name: str,
+        exc: BaseException | str,
+        *,
+        unit: str | None = None,
+        quarantine: bool = False,
+    ) -> PluginFault:
+        """Remember that ``plugin`` failed in ``hook_name`` (``unit``: the breaker unit,
+        default the hook); shown by ``plugins``, on the run's events and result."""
+        return self.guard.fault(plugin, hook_name, exc, unit=unit, quarantine=quarantine)
 
     def _first(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, str | None]:
+        guard = self.guard
         for impl in self._impls(hook_name):
+            plugin = impl.plugin_name
+            if not guard.admits(plugin, hook_name):
+                continue
             try:
                 result = self._call(impl, hook_name, kwargs)
             except Exception as exc:
                 self._fault(impl, hook_name, exc)
                 continue
+            guard.succeeded(plugin, hook_name)
             if result is not None:
-                return result, impl.plugin_name
+                return result, plugin
         return None, None
 
     def _each(self, hook_name: str, kwargs: Mapping[str, Any]) -> None:
+        guard = self.guard
         for impl in self._impls(hook_name):
+            plugin = impl.plugin_name
+            if not guard.admits(plugin, hook_name):
+                continue
             try:
                 self._call(impl, hook_name, kwargs)
             except Exception as exc:
                 self._fault(impl, hook_name, exc)
+                continue
+            guard.succeeded(plugin, hook_name)
 
     def collect(
         self, hook_name: str, commit: Callable[[str | None, tuple[Any, ...], dict[str, Any]], None]
@@ -271,8 +315,17 @@ class Hooks:
         return self._first("validate_replay_turns", {"messages": messages, "policy": policy})
 
     def collect_components(self, config: RuntimeConfig) -> Components:
-        """Run every registration hook and return the filled registries."""
+        """Run every registration hook and return the filled registries.
+
+        A component-name clash is settled by the registry (``[plugins] prefer``, built-ins
+        first, else the first registration) and reported with a warning; it never raises.
+        """
         components = Components()
+        prefer = dict(config.plugins.prefer)
+        load_order = {name: index for index, name in enumerate(self._pm.records)}
+        components.models.prefer, components.models.load_order = prefer, load_order
+        for registry in _registries(components):
+            registry.prefer, registry.load_order = prefer, load_order
 
         def named(
             registry: ComponentRegistry[Any],
@@ -305,7 +358,30 @@ class Hooks:
         self.collect("register_stream_repairers", named(components.stream_repairers))
         self.collect("register_tool_call_formats", named(components.tool_call_formats))
         self.collect("register_backends", backend)
+        for clash in component_clashes(components):
+            logger.warning("%s", clash.message())
+            warnings.warn(clash.message(), OpenClawRuntimeWarning, stacklevel=2)
         return components
+
+
+def _registries(components: Components) -> list[ComponentRegistry[Any]]:
+    return [
+        components.providers,
+        components.context_engines,
+        components.transcript_sanitizers,
+        components.stream_repairers,
+        components.tool_call_formats,
+        *components.backends.values(),
+    ]
+
+
+def component_clashes(components: Components) -> list[ComponentClash]:
+    """Every component-name clash, models included, in slot order."""
+    out: list[ComponentClash] = []
+    for registry in _registries(components):
+        out.extend(registry.clashes)
+    out.extend(components.models.clashes)
+    return out
 
 
 class Runtime:
@@ -341,8 +417,16 @@ class Runtime:
         self.plugin_manager = get_plugin_manager(
             plugins=plugins, load_entrypoints=load_entrypoints, policy=self.plugin_policy
         )
+        #: Faults and quarantines persisted for later processes (``<state_dir>/plugins``).
+        self.fault_record = FaultRecord.in_state_dir(self.config.state_dir)
+        self.guard = PluginGuard(
+            breaker_policy(settings), redact=redact_secret_text, sink=self.fault_record
+        )
         self.hooks = Hooks(
-            self.plugin_manager, strict=self.plugin_policy.strict, trace=self.plugin_policy.trace
+            self.plugin_manager,
+            strict=self.plugin_policy.strict,
+            trace=self.plugin_policy.trace,
+            guard=self.guard,
         )
         self.env: Mapping[str, str] | None = env
         self._components: Components | None = None
@@ -399,8 +483,20 @@ class Runtime:
                 factory_context=ContextEngineFactoryContext(
                     config=self.config, state_dir=str(self.config.state_dir)
                 ),
+                on_quarantine=self._engine_quarantined,
             )
         return self._context_slot
+
+    def _engine_quarantined(self, quarantine: Any) -> None:
+        if quarantine.owner is None:
+            return  # a configured name nothing registered: a config problem (doctor: fail)
+        self.hooks.record_fault(
+            quarantine.owner,
+            "register_context_engines",
+            f"{quarantine.operation}: {quarantine.reason}",
+            unit=component_unit("context_engine", quarantine.engine_id),
+            quarantine=True,
+        )
 
     async def resolve_context_engine(self, name: str | None = None) -> Any:
         """The configured engine (``context_engine``), wrapped in the quarantine proxy."""
@@ -423,12 +519,38 @@ class Runtime:
         components = self.components
         formats = {r.name: r.component for r in components.tool_call_formats.ordered()}
         owners = {r.name: r.plugin for r in components.tool_call_formats.ordered()}
-        repairers = [r.component for r in components.stream_repairers.ordered()]
+        registrations = components.stream_repairers.ordered()
 
         def invalid(name: str, exc: TypeError) -> None:
-            self.hooks.record_fault(owners.get(name), "register_tool_call_formats", exc)
+            self.hooks.record_fault(
+                owners.get(name),
+                "register_tool_call_formats",
+                exc,
+                unit=component_unit("tool_call_format", name),
+            )
 
-        return bind_tool_call_formats(repairers, formats, on_invalid=invalid)
+        return guard_stream_repairers(
+            [(r.name, r.plugin, r.component) for r in registrations],
+            formats,
+            owners=owners,
+            guard=self.guard,
+            on_invalid=invalid,
+        )
+
+    def transcript_sanitizers(self) -> list[Registration[Any]]:
+        """Registered sanitizers in pipeline order, plugins' ones behind the guard (the
+        built-ins stay bare, which keeps the incremental sanitizer's fast path)."""
+        out: list[Registration[Any]] = []
+        for registration in self.components.transcript_sanitizers.ordered():
+            plugin = registration.plugin
+            if plugin is None or plugin.startswith(BUILTIN_PLUGIN_PREFIX):
+                out.append(registration)
+                continue
+            guarded = guard_transcript_sanitizer(
+                registration.component, guard=self.guard, plugin=plugin, name=registration.name
+            )
+            out.append(dataclasses.replace(registration, component=guarded))
+        return out
 
     # agents -------------------------------------------------------------------------------------
 
@@ -485,8 +607,15 @@ class Runtime:
         name = getattr(self.config.backends, kind)
         if name is None:
             return default()
-        factory = self.components.backends[kind].get(name)
-        return factory(self)
+        registration = self.components.backends[kind].registration(name)
+        label = f"{kind}:{name}"
+        try:
+            backend = registration.component(self)
+        except OpenClawRuntimeError:
+            raise
+        except Exception as exc:
+            raise backend_error(self.guard, registration.plugin, label, "its factory", exc) from exc
+        return GuardedBackend(backend, self.guard, registration.plugin, label)
 
     @property
     def lanes(self) -> Any:
@@ -653,7 +782,14 @@ class Runtime:
         return self.plugin_manager.plugin_records()
 
     def describe_plugins(self) -> list[dict[str, Any]]:
-        """JSON-ready description of every plugin (``openclaw-runtime plugins``)."""
+        """JSON-ready description of every plugin (``openclaw-runtime plugins``).
+
+        Besides what loaded, each plugin lists its ``hook_errors`` of this process, its
+        persisted ``faults`` (every process, until ``clear_plugin_faults``: hook, unit, error,
+        count, first/last time, quarantines), its current ``quarantines`` and the component
+        ``clashes`` it took part in. Plugins that only appear in the fault record (not loaded
+        now) get a row with status ``not loaded``.
+        """
         faults: dict[str | None, list[PluginFault]] = {}
         for fault in self.hooks.faults:
             faults.setdefault(fault.plugin, []).append(fault)
@@ -661,6 +797,16 @@ class Runtime:
         if self._context_slot is not None:
             for quarantine in self._context_slot.list_quarantines():
                 quarantines.setdefault(quarantine.owner, []).append(quarantine.to_dict())
+        for open_unit in self.guard.quarantines():
+            if not open_unit.unit.startswith("context_engine:"):
+                quarantines.setdefault(open_unit.plugin, []).append(open_unit.to_dict())
+        recorded: dict[str | None, list[dict[str, Any]]] = {}
+        for entry in self.recorded_plugin_faults():
+            recorded.setdefault(entry.get("plugin"), []).append(entry)
+        clashes: dict[str | None, list[dict[str, Any]]] = {}
+        for clash in self.component_clashes():
+            for plugin in dict.fromkeys((clash.kept, clash.dropped)):
+                clashes.setdefault(plugin, []).append(clash.to_dict())
         out = []
         for record in self.plugin_records():
             out.append(
@@ -676,10 +822,55 @@ class Runtime:
                     "hook_errors": [
                         {"hook": f.hook, "error": f.error} for f in faults.get(record.name, [])
                     ],
+                    "faults": recorded.pop(record.name, []),
                     "quarantines": quarantines.get(record.name, []),
+                    "clashes": clashes.get(record.name, []),
+                }
+            )
+        for name, entries in recorded.items():
+            out.append(
+                {
+                    "name": name or "(unknown plugin)",
+                    "source": "record",
+                    "status": "not loaded",
+                    "distribution": None,
+                    "version": None,
+                    "entry_point": None,
+                    "hooks": [],
+                    "load_error": None,
+                    "hook_errors": [],
+                    "faults": entries,
+                    "quarantines": [],
+                    "clashes": [],
                 }
             )
         return out
+
+    def recorded_plugin_faults(self) -> list[dict[str, Any]]:
+        """The persisted fault record (every process), oldest first; never raises."""
+        try:
+            return self.fault_record.entries()
+        except Exception as exc:  # unreadable dir, lock timeout: report, don't crash
+            logger.warning("cannot read the plugin fault record: %s", exc)
+            return []
+
+    def clear_plugin_faults(self, plugin: str | None = None) -> int:
+        """Forget recorded faults (of ``plugin`` or all), here and in the persisted record,
+        and put quarantined plugins back into service; how many record entries went."""
+        self.guard.reset(plugin)
+        if self._context_slot is not None:
+            for quarantine in self._context_slot.list_quarantines():
+                if plugin is None or quarantine.owner == plugin:
+                    self._context_slot.clear_quarantine(quarantine.engine_id)
+        return self.fault_record.clear(plugin)
+
+    def component_clashes(self) -> list[ComponentClash]:
+        """Component names two plugins registered, with the one that is used."""
+        try:
+            components = self.components
+        except OpenClawRuntimeError:
+            return []
+        return component_clashes(components)
 
     def registrations(self) -> dict[str, list[Registration[Any]]]:
         """Every registered component by slot, with the plugin that registered it."""

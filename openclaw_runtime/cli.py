@@ -19,7 +19,7 @@ import click
 from . import __version__
 from ._runtime import Runtime
 from .commands import chat, compact, doctor, run, sessions
-from .commands._common import EXIT_FAILED, command_errors, load_config
+from .commands._common import EXIT_FAILED, command_errors, fail, load_config
 from .commands.profiles import profiles
 
 __all__ = ["cli", "main"]
@@ -46,12 +46,30 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 @cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the default output).")
+@click.option(
+    "--clear-faults",
+    is_flag=True,
+    help="Forget the recorded plugin faults and quarantines (<state_dir>/plugins/faults.json).",
+)
 @click.pass_context
 @command_errors(usage_exit=EXIT_FAILED)
-def plugins(ctx: click.Context) -> None:
-    """List plugins as JSON: name, distribution, version, hooks, load errors."""
+def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
+    """List plugins as JSON: name, distribution, version, hooks, load errors, recorded
+    faults and quarantines (from every process, until --clear-faults), name clashes."""
     runtime = Runtime(load_config(ctx))
-    click.echo(json.dumps(runtime.describe_plugins(), indent=2))
+    try:
+        if clear_faults:
+            try:
+                removed = runtime.clear_plugin_faults()
+            except OSError as exc:  # an unwritable state dir; filelock.Timeout is one too
+                fail(f"cannot clear the plugin fault record {runtime.fault_record.path}: {exc}")
+                return
+            click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
+            return
+        click.echo(json.dumps(runtime.describe_plugins(), indent=2))
+    finally:
+        runtime.close()
 
 
 @cli.command()

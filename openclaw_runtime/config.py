@@ -45,12 +45,22 @@ class _Section(BaseModel):
 
 
 class PluginSettings(_Section):
-    """``[plugins]``: which entry-point plugins load, and how strictly."""
+    """``[plugins]``: which entry-point plugins load, and how strictly.
+
+    Containment (see ``openclaw_runtime.containment``): ``fault_threshold`` faults of one plugin
+    unit within ``fault_window_seconds`` quarantine it for ``quarantine_seconds``, then one
+    trial call decides. ``prefer`` settles a component-name clash: component name → the plugin
+    whose registration wins (otherwise built-ins win, then the first registered).
+    """
 
     allow: list[str] | None = None
     disable: list[str] = Field(default_factory=list)
     strict: bool = False
     trace: bool = False
+    fault_threshold: int = Field(default=3, ge=1)
+    fault_window_seconds: float = Field(default=300.0, gt=0)
+    quarantine_seconds: float = Field(default=600.0, ge=0)
+    prefer: dict[str, str] = Field(default_factory=dict)
 
 
 class RunRetrySettings(_Section):

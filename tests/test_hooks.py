@@ -8,7 +8,7 @@ import pytest
 from openclaw_runtime import (
     ConfigurationError,
     Model,
-    PluginConflictError,
+    OpenClawRuntimeWarning,
     RunBlock,
     RunBlockedError,
     UnknownContextEngineError,
@@ -162,9 +162,18 @@ def test_hook_register_context_engines(runtime_factory):
         def register_context_engines(self, register):
             register("sliding_window", object)
 
+    # a name clash is settled (the plugin loaded first wins), reported, and never raises
     clash = runtime_factory(plugins=[("plugin-a", PluginA()), ("plugin-b", PluginB())])
-    with pytest.raises(PluginConflictError, match=r"both plugin 'plugin-b' and plugin 'plugin-a'"):
-        _ = clash.components
+    with pytest.warns(OpenClawRuntimeWarning, match=r"'sliding_window' is registered by both"):
+        registration = clash.components.context_engines.registration("sliding_window")
+    assert (registration.component, registration.plugin) == (EngineA, "plugin-a")
+    (found,) = clash.component_clashes()
+    assert (found.name, found.kept, found.dropped, found.rule) == (
+        "sliding_window",
+        "plugin-a",
+        "plugin-b",
+        "first",
+    )
 
 
 def test_hook_classify_failover(runtime_factory):

@@ -1,7 +1,8 @@
 """``openclaw-runtime doctor``: is this setup able to run? One row per check, ok/warn/fail.
 
 It checks what a first run would trip over, in the order it would trip: the config, the
-state directory, the plugins (load errors, hook faults), the default model and fallbacks
+state directory, the plugins (load errors, hook faults recorded by any process, quarantines,
+component-name clashes, a damaged fault record set aside), the default model and fallbacks
 (registered, with a provider that speaks their API, with a key), the context engine, and
 every auth profile's credential (resolvable or not — never the value), and state files that
 were found damaged and set aside (``*.corrupt-*``; a warning each). Exit 1 on any fail.
@@ -13,8 +14,9 @@ import os
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import click
@@ -78,6 +80,7 @@ def _state_dir(config: RuntimeConfig) -> Check:
 
 def _plugins(runtime: Runtime) -> list[Check]:
     rows = []
+    clashes: dict[str, Check] = {}
     for plugin in runtime.describe_plugins():
         name = plugin["name"]
         if plugin["load_error"]:
@@ -86,13 +89,46 @@ def _plugins(runtime: Runtime) -> list[Check]:
         if plugin["status"] == "blocked":
             rows.append(Check("ok", "plugin", f"{name}: disabled by policy"))
             continue
-        origin = plugin["distribution"] or plugin["source"]
-        version = f" {plugin['version']}" if plugin["version"] else ""
-        rows.append(Check("ok", "plugin", f"{name} ({origin}{version})"))
+        if plugin["status"] != "not loaded":
+            origin = plugin["distribution"] or plugin["source"]
+            version = f" {plugin['version']}" if plugin["version"] else ""
+            rows.append(Check("ok", "plugin", f"{name} ({origin}{version})"))
+        rows.extend(_fault_rows(name, plugin))
+        for clash in plugin["clashes"]:
+            clashes.setdefault(clash["message"], Check("warn", "plugin clash", clash["message"]))
+    rows.extend(clashes.values())
+    for damaged in runtime.fault_record.damaged_files():
+        rows.append(
+            Check("warn", "plugin faults", f"damaged fault record kept aside as {damaged}")
+        )
+    return rows
+
+
+def _fault_rows(name: str, plugin: dict[str, Any]) -> list[Check]:
+    """Recorded faults (every process) and current quarantines of one plugin, as warnings."""
+    rows = []
+    for entry in plugin["faults"]:
+        where = entry["hook"] if entry["unit"] == entry["hook"] else entry["unit"]
+        when = datetime.fromtimestamp(entry["lastAt"], UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        quarantined = (
+            f", quarantined {entry['quarantines']}x" if entry.get("quarantines") else ""
+        )
+        rows.append(
+            Check(
+                "warn",
+                "plugin",
+                f"{name} failed in {where} {entry['count']}x{quarantined}, last {when}: "
+                f"{entry['error']} (clear: openclaw-runtime plugins --clear-faults)",
+            )
+        )
+    if not plugin["faults"]:  # the record could not be written: this process's faults
         for fault in plugin["hook_errors"]:
             rows.append(
                 Check("warn", "plugin", f"{name} failed in {fault['hook']}: {fault['error']}")
             )
+    for quarantine in plugin["quarantines"]:
+        unit = quarantine.get("unit") or f"context engine {quarantine.get('engineId')}"
+        rows.append(Check("warn", "plugin", f"{name}: {unit} is quarantined in this process"))
     return rows
 
 

@@ -221,8 +221,22 @@ def _run_end(e: Any) -> str:
     return f"✗ run failed after {attempts} ({kind}): {_error(message)}"
 
 
+def _plugin_fault(e: Any) -> str:
+    where = e.hook if e.unit == e.hook else f"{e.hook}, {e.unit}"
+    return f"! plugin {e.plugin} failed in {where} (skipped): {_error(e.error)}"
+
+
+def _plugin_quarantined(e: Any) -> str:
+    return (
+        f"! plugin {e.plugin} quarantined ({e.unit}): not called again until its cool-off ends"
+        " (openclaw-runtime plugins; --clear-faults)"
+    )
+
+
 _HANDLERS: dict[str, Callable[[Any], str | None]] = {
     "run_start": _run_start,
+    "plugin_fault": _plugin_fault,
+    "plugin_quarantined": _plugin_quarantined,
     "lane_wait": _lane_wait,
     "lane_acquired": _lane_acquired,
     "attempt_start": _attempt_start,

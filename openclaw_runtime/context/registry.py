@@ -12,8 +12,10 @@ wraps it in a proxy that, for every guarded method:
   ``prepare_subagent_spawn`` re-raise instead, because their callers must know it failed.
 
 Once quarantined, ``info`` reports the default engine, so engine-scoped logic downstream
-stops attributing work to the broken one. Quarantines last for the runtime's life unless
-cleared with ``clear_quarantine()``.
+stops attributing work to the broken one; an ``info`` that raises quarantines the engine too.
+Every quarantine is handed to ``on_quarantine`` (the ``Runtime`` turns it into a plugin fault:
+an event on the run, the persisted record, ``doctor``). Quarantines last for the runtime's life
+unless cleared with ``clear_quarantine()``.
 """
 
 from __future__ import annotations
@@ -127,8 +129,10 @@ class ContextEngineSlot:
         *,
         default_engine_id: str = DEFAULT_CONTEXT_ENGINE_ID,
         factory_context: ContextEngineFactoryContext | None = None,
+        on_quarantine: Callable[[ContextEngineQuarantine], None] | None = None,
     ) -> None:
         self.registry = registry
+        self.on_quarantine = on_quarantine
         self.default_engine_id = default_engine_id
         self.factory_context = factory_context or ContextEngineFactoryContext()
         self._quarantines: dict[str, ContextEngineQuarantine] = {}
@@ -146,6 +150,11 @@ class ContextEngineSlot:
         reason = _reason_text(error)
         quarantine = ContextEngineQuarantine(engine_id, operation, reason, datetime.now(UTC), owner)
         self._quarantines[engine_id] = quarantine
+        if self.on_quarantine is not None:
+            try:
+                self.on_quarantine(quarantine)
+            except Exception:  # reporting must not turn a fallback into a crash
+                logger.warning("context engine quarantine listener raised", exc_info=True)
         owner_suffix = f" owner={owner}" if owner else ""
         logger.error(
             'Context engine "%s"%s failed during %s: %s; quarantining it for this process and '
@@ -196,7 +205,11 @@ class ContextEngineSlot:
         except Exception as exc:
             self.record_quarantine(engine_id, "factory", exc, registration.plugin)
             return await self.resolve_default()
-        problem = describe_context_engine_contract_error(engine_id, engine)
+        try:
+            problem = describe_context_engine_contract_error(engine_id, engine)
+        except Exception as exc:  # an ``info`` property that raises
+            self.record_quarantine(engine_id, "info", exc, registration.plugin)
+            return await self.resolve_default()
         if problem is not None:
             self.record_quarantine(engine_id, "factory", problem, registration.plugin)
             return await self.resolve_default()
@@ -265,7 +278,11 @@ class QuarantineProxy:
         """The engine's info, or the default engine's once quarantined."""
         if self._slot.is_quarantined(self._engine_id):
             return self._slot.fallback_info()
-        info: ContextEngineInfo = self._engine.info
+        try:
+            info: ContextEngineInfo = self._engine.info
+        except Exception as exc:
+            self._slot.record_quarantine(self._engine_id, "info", exc, self._owner)
+            return self._slot.fallback_info()
         return info
 
     @property

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .._exceptions import ComponentNotFoundError, ConfigurationError, PluginConflictError
+from .._exceptions import ComponentNotFoundError, ConfigurationError
+from .._registry import ComponentClash, resolve_component_clash
 from ..llm import Model
 
 __all__ = ["ModelRegistry"]
@@ -17,31 +18,55 @@ class ModelRegistry:
         self._models: dict[str, Model] = {}
         self._owners: dict[str, str | None] = {}
         self._aliases: dict[str, str] = {}
+        #: ``[plugins] prefer`` (model ref → plugin) and every clash seen.
+        self.prefer: dict[str, str] = {}
+        self.load_order: dict[str, int] = {}
+        self.clashes: list[ComponentClash] = []
 
-    def add(self, model: Model, *, aliases: Iterable[str] = (), plugin: str | None = None) -> None:
-        """Register ``model``; its ref ``provider/id`` and each alias must be free."""
+    def add(
+        self, model: Model, *, aliases: Iterable[str] = (), plugin: str | None = None
+    ) -> list[ComponentClash]:
+        """Register ``model``; a taken ref or alias is a clash, recorded and settled: a model
+        from config (``plugin=None``) replaces a plugin's, otherwise
+        ``resolve_component_clash`` decides. Returns the clashes it caused."""
         if not isinstance(model, Model):
             raise ConfigurationError(
                 f"register_models expects openclaw_runtime.llm.Model, got {type(model).__name__}"
             )
+        found: list[ComponentClash] = []
         ref = model.ref
         if ref in self._models:
-            raise PluginConflictError(
-                f"model {ref!r} is registered by both plugin {self._owners[ref]!r} "
-                f"and plugin {plugin!r}",
-                plugin_name=plugin,
-            )
-        for alias in aliases:
-            taken = self._aliases.get(alias)
-            if taken is not None or alias in self._models:
-                raise PluginConflictError(
-                    f"model alias {alias!r} of {ref!r} is already taken by {taken or alias!r}",
-                    plugin_name=plugin,
+            owner = self._owners[ref]
+            if plugin is None and owner is not None:
+                winner, rule = None, "config"
+            else:
+                winner, rule = resolve_component_clash(
+                    ref, owner, plugin, self.prefer, self.load_order
                 )
+            keep_new = winner == plugin and winner != owner
+            found.append(
+                ComponentClash(
+                    "model",
+                    ref,
+                    kept=plugin if keep_new else owner,
+                    dropped=owner if keep_new else plugin,
+                    rule=rule,
+                )
+            )
+            if not keep_new:
+                self.clashes.extend(found)
+                return found
         self._models[ref] = model
         self._owners[ref] = plugin
         for alias in aliases:
+            taken = self._aliases.get(alias)
+            if taken is not None or alias in self._models:
+                owner = self._owners.get(taken or alias)
+                found.append(ComponentClash("model alias", alias, owner, plugin, "first"))
+                continue
             self._aliases[alias] = ref
+        self.clashes.extend(found)
+        return found
 
     def resolve(self, name: str) -> Model:
         """Find a model by ``provider/id``, alias, or id (when only one provider has it)."""

@@ -4,21 +4,40 @@
 ``b(a(provider_events, context), context)``: the first transformer sees the provider's events,
 the last one's output is what the caller iterates. Closing the returned stream closes every
 transformer, outermost first, and then the provider's stream (releasing its HTTP response).
+
+``guard_stream_repairers`` puts every registered repairer and tool-call format behind the
+runtime's ``PluginGuard``: a repairer that raises is taken out of *that* stream (the events it
+had swallowed since its last output are replayed and the rest pass through unrepaired, so the
+run goes on as if the stage were not there), a format that raises counts as "no match"; both
+are recorded as faults of their plugin, and repeated faults quarantine them.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 import anyio
 
+from ..containment import PluginGuard, component_unit
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamFn, StreamOptions
-from .formats import ToolCallFormat, coerce_tool_call_formats
+from .formats import FormatScan, FormatScanOptions, ToolCallFormat, coerce_tool_call_formats
 
-__all__ = ["StreamTransformer", "apply_stream_repairers", "bind_tool_call_formats"]
+__all__ = [
+    "GuardedToolCallFormat",
+    "StreamTransformer",
+    "apply_stream_repairers",
+    "bind_tool_call_formats",
+    "guard_stream_repairer",
+    "guard_stream_repairers",
+]
+
+REPAIRER_HOOK = "register_stream_repairers"
+FORMAT_HOOK = "register_tool_call_formats"
+_NO_MATCH = FormatScan("invalid")
+_TERMINAL = frozenset({"done", "error"})
 
 #: ``transformer(events, context)`` → the repaired events (an async generator, typically).
 StreamTransformer: TypeAlias = Callable[
@@ -107,3 +126,179 @@ def bind_tool_call_formats(
         with_formats = getattr(transformer, "with_formats", None)
         bound.append(with_formats(valid) if callable(with_formats) else transformer)
     return bound
+
+
+# --------------------------------------------------------------------------- containment
+
+
+class GuardedToolCallFormat:
+    """A registered format behind the guard: raising or quarantined means "no match"."""
+
+    def __init__(
+        self, fmt: ToolCallFormat, *, guard: PluginGuard, plugin: str | None, name: str
+    ) -> None:
+        self.wrapped = fmt
+        self._guard = guard
+        self._plugin = plugin
+        self._unit = component_unit("tool_call_format", name)
+
+    def parse_at(
+        self,
+        text: str,
+        start: int,
+        options: Any,
+        line_breaks: Any,
+    ) -> Any:
+        """``parse_at`` of the format; None when it raised or is quarantined."""
+        if not self._guard.admits(self._plugin, self._unit):
+            return None
+        try:
+            blocks = self.wrapped.parse_at(text, start, options, line_breaks)
+        except Exception as exc:
+            self._guard.fault(self._plugin, FORMAT_HOOK, exc, unit=self._unit)
+            return None
+        self._guard.succeeded(self._plugin, self._unit)
+        return blocks
+
+    def scan_at(self, text: str, start: int, options: FormatScanOptions) -> FormatScan:
+        """``scan_at`` of the format; ``invalid`` when it raised or is quarantined."""
+        if not self._guard.admits(self._plugin, self._unit):
+            return _NO_MATCH
+        try:
+            scan = self.wrapped.scan_at(text, start, options)
+        except Exception as exc:
+            self._guard.fault(self._plugin, FORMAT_HOOK, exc, unit=self._unit)
+            return _NO_MATCH
+        self._guard.succeeded(self._plugin, self._unit)
+        return scan
+
+    def __repr__(self) -> str:
+        return f"GuardedToolCallFormat({self.wrapped!r})"
+
+
+async def _guarded_events(
+    transformer: StreamTransformer,
+    events: AsyncIterator[AssistantMessageEvent],
+    context: Context,
+    guard: PluginGuard,
+    plugin: str | None,
+    unit: str,
+) -> AsyncIterator[AssistantMessageEvent]:
+    if not guard.admits(plugin, unit):
+        async for event in events:
+            yield event
+        return
+    # events the repairer took since it last yielded: replayed if it raises
+    pending: list[AssistantMessageEvent] = []
+    upstream_error: list[BaseException] = []
+
+    async def tap() -> AsyncGenerator[AssistantMessageEvent, None]:
+        try:
+            async for event in events:
+                pending.append(event)
+                yield event
+        except Exception as exc:
+            upstream_error.append(exc)  # the provider's failure, not the plugin's
+            raise
+
+    tapped = tap()
+    failure: Exception | None = None
+    inner: Any = None
+    try:
+        try:
+            inner = transformer(tapped, context)
+            iterator = inner.__aiter__()
+        except Exception as exc:
+            failure = exc
+        while failure is None:
+            try:
+                event = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                if upstream_error and _caused_by(exc, upstream_error[0]):
+                    raise
+                failure = exc
+                break
+            pending.clear()
+            if event.type in _TERMINAL:
+                # the consumer may stop here and close us: the repairer did its job
+                guard.succeeded(plugin, unit)
+            yield event
+    finally:
+        with anyio.CancelScope(shield=True):
+            if inner is not None:
+                try:
+                    await _aclose(inner)
+                except Exception as exc:  # a repairer whose cleanup raises
+                    failure = failure or exc
+            await tapped.aclose()
+    if failure is None:
+        guard.succeeded(plugin, unit)
+        return
+    guard.fault(plugin, REPAIRER_HOOK, failure, unit=unit)
+    for event in pending:
+        yield event
+    async for event in events:
+        yield event
+
+
+def _caused_by(exc: BaseException, cause: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(32):
+        if seen is None:
+            return False
+        if seen is cause:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def guard_stream_repairer(
+    transformer: StreamTransformer, *, guard: PluginGuard, plugin: str | None, name: str
+) -> StreamTransformer:
+    """``transformer`` behind the guard (see the module docstring)."""
+    unit = component_unit("stream_repairer", name)
+
+    def guarded(
+        events: AsyncIterator[AssistantMessageEvent], context: Context
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return _guarded_events(transformer, events, context, guard, plugin, unit)
+
+    guarded.__wrapped__ = transformer  # type: ignore[attr-defined]
+    return guarded
+
+
+def guard_stream_repairers(
+    repairers: Iterable[tuple[str, str | None, StreamTransformer]],
+    formats: Mapping[str, Any],
+    *,
+    owners: Mapping[str, str | None],
+    guard: PluginGuard,
+    on_invalid: Callable[[str, TypeError], None] | None = None,
+) -> list[StreamTransformer]:
+    """Registered ``(name, plugin, repairer)`` triples, bound to the registered formats and
+    wrapped, every format and repairer behind ``guard``. A repairer whose ``with_formats``
+    raises is left out (a fault of its plugin)."""
+    valid: dict[str, Any] = {}
+    for name, fmt in formats.items():
+        try:
+            coerce_tool_call_formats({name: fmt})
+        except TypeError as exc:
+            if on_invalid is None:
+                raise
+            on_invalid(name, exc)
+            continue
+        valid[name] = GuardedToolCallFormat(fmt, guard=guard, plugin=owners.get(name), name=name)
+    out: list[StreamTransformer] = []
+    for name, plugin, transformer in repairers:
+        with_formats = getattr(transformer, "with_formats", None)
+        if callable(with_formats):
+            unit = component_unit("stream_repairer", name)
+            try:
+                transformer = with_formats(valid)
+            except Exception as exc:
+                guard.fault(plugin, REPAIRER_HOOK, exc, unit=unit)
+                continue
+        out.append(guard_stream_repairer(transformer, guard=guard, plugin=plugin, name=name))
+    return out

@@ -177,7 +177,7 @@ class ModelAttemptLoop:
             model_reasoning=model.reasoning,
             allowed_tool_names=[tool.name for tool in request.tools],
         )
-        self.sanitizers = runtime.components.transcript_sanitizers.ordered()
+        self.sanitizers = runtime.transcript_sanitizers()
         self.auth = AuthController(
             store=runtime.auth_store,
             settings=config.auth,

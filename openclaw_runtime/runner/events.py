@@ -22,6 +22,8 @@ __all__ = [
     "ContextWindowWarning",
     "LaneAcquired",
     "LaneWait",
+    "PluginFaultRaised",
+    "PluginQuarantined",
     "ProfileRotated",
     "RetryScheduled",
     "RunEnd",
@@ -180,6 +182,30 @@ class ToolResultsTruncated(Event):
     truncated: int
     rewritten_entries: int
     reason: str | None = None
+
+
+@dataclass(slots=True)
+class PluginFaultRaised(Event):
+    """A plugin raised during the run and was skipped for that call (``unit``: the hook, or
+    ``<slot>:<name>`` of a registered component); the error text is redacted."""
+
+    type: ClassVar[str] = "plugin_fault"
+    plugin: str | None
+    hook: str
+    unit: str
+    error: str
+
+
+@dataclass(slots=True)
+class PluginQuarantined(Event):
+    """A plugin unit failed too often and is no longer called in this process until its
+    cool-off ends (``[plugins] quarantine_seconds``); then one trial call decides."""
+
+    type: ClassVar[str] = "plugin_quarantined"
+    plugin: str | None
+    hook: str
+    unit: str
+    error: str
 
 
 @dataclass(slots=True)

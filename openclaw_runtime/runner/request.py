@@ -14,6 +14,7 @@ from typing import Any
 
 from ..abort import AbortSignal
 from ..agent.tools import AgentTool
+from ..containment import PluginFault
 from ..llm import ThinkingLevel
 from ..messages import ImageContent, Usage
 from ..redaction import redact_diagnostic
@@ -113,7 +114,8 @@ class RunResult:
 
     ``outcome`` is the single terminal outcome (``status`` ok / error / timeout, ``reason``
     completed / failed / hard_timeout / cancelled ...); ``payloads`` are the replies to show;
-    ``usage`` adds up every attempt, failed ones included.
+    ``usage`` adds up every attempt, failed ones included. ``faults`` lists every plugin that
+    raised during the run (it was skipped; see ``openclaw_runtime.containment``).
     """
 
     run_id: str
@@ -133,6 +135,7 @@ class RunResult:
     failure_signal: EmbeddedRunFailureSignal | None = None
     liveness_state: str | None = None
     duration_ms: float = 0.0
+    faults: list[PluginFault] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -167,4 +170,5 @@ class RunResult:
             "failureSignal": None if self.failure_signal is None else self.failure_signal.to_dict(),
             "livenessState": self.liveness_state,
             "durationMs": round(self.duration_ms, 3),
+            "faults": [fault.to_dict() for fault in self.faults],
         }

@@ -34,9 +34,11 @@ from .._exceptions import (
     ConfigurationError,
     FailoverExhaustedError,
     OpenClawRuntimeError,
+    PluginBackendError,
     ProviderError,
 )
 from ..auth import UnresolvedCredentialError
+from ..containment import PluginFault, component_unit, fault_scope
 from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..events import Event
@@ -69,6 +71,8 @@ from .events import (
     CompactionStart,
     LaneAcquired,
     LaneWait,
+    PluginFaultRaised,
+    PluginQuarantined,
     RunEnd,
     RunStart,
     ToolResultsTruncated,
@@ -154,13 +158,47 @@ class _Run:
         #: why the last compaction ran out of the run's time (None: it did not); the attempt
         #: loop ends the run on its timeout when a recovery compaction did
         self.compaction_timeout: str | None = None
+        #: Plugin faults raised during this run (``RunResult.faults``); ``_unreported`` are
+        #: the ones not yet on the event stream.
+        self.faults: list[PluginFault] = []
+        self._unreported: list[PluginFault] = []
+        self._reporting = False
 
     # events -------------------------------------------------------------------------------
 
+    def _on_plugin_fault(self, fault: PluginFault) -> None:
+        self.faults.append(fault)
+        self._unreported.append(fault)
+
+    async def report_faults(self) -> None:
+        """Put the plugin faults raised since the last event on the stream (an observer that
+        raises on one of them adds another, until its breaker opens)."""
+        if self._reporting:
+            return
+        self._reporting = True
+        try:
+            while self._unreported:
+                fault = self._unreported.pop(0)
+                unit = fault.unit or fault.hook
+                await self._dispatch(PluginFaultRaised(fault.plugin, fault.hook, unit, fault.error))
+                if fault.quarantined:
+                    await self._dispatch(
+                        PluginQuarantined(fault.plugin, fault.hook, unit, fault.error)
+                    )
+        finally:
+            self._reporting = False
+
     async def emit(self, event: Event) -> None:
+        """To the caller's callback and the plugins' ``on_agent_event``, followed by any
+        plugin faults raised since the last event."""
+        await self._dispatch(event)
+        if self._unreported and event.type != "run_end":
+            await self.report_faults()
+
+    async def _dispatch(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event``; an observer that
-        raises is logged and ignored (it must not change the run). Run-level events are
-        redacted here (streamed deltas are not: their error texts are masked at the source)."""
+        raises is skipped (the guard records it; it must not change the run). Run-level events
+        are redacted here (streamed deltas are not: their error texts are masked at the source)."""
         event = redact_event(event)
         callback = self.on_event
         if callback is not None:
@@ -241,6 +279,10 @@ class _Run:
     # the run ------------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
+        with fault_scope(self._on_plugin_fault):
+            return await self._execute()
+
+    async def _execute(self) -> RunResult:
         self._resolve_entry()
         if self.claim_key:
             assert self.session_key is not None
@@ -286,6 +328,13 @@ class _Run:
                 timeout_phase="provider",
                 payloads=[ReplyPayload(text=f"⚠️ {exc}", is_error=True)],
             )
+        except PluginBackendError as exc:
+            result = self._backend_failed(exc)
+        except BaseExceptionGroup as group:
+            failed = _lone_backend_error(group)
+            if failed is None:
+                raise
+            result = self._backend_failed(failed)
         finally:
             if result is None:
                 # an exception escaped (a bug or bad input): still close the lifecycle
@@ -299,6 +348,7 @@ class _Run:
                             attempts=self.total_attempts,
                         )
                     )
+        await self.report_faults()
         await self.emit(
             RunEnd(
                 run_id=self.run_id,
@@ -310,6 +360,15 @@ class _Run:
             )
         )
         return result
+
+    def _backend_failed(self, exc: PluginBackendError) -> RunResult:
+        """A plugin's backend raised: the run ends with an error naming the plugin."""
+        message = redact_secret_text(str(exc))
+        return self._final(
+            status="error",
+            error=RunErrorInfo("plugin", message),
+            payloads=[ReplyPayload(text=f"⚠️ {message}", is_error=True)],
+        )
 
     async def _in_lanes(self) -> RunResult:
         runtime, request = self.runtime, self.request
@@ -604,6 +663,7 @@ class _Run:
             failure_signal=failure_signal,
             liveness_state=outcome.liveness_state,
             duration_ms=(time.perf_counter() - self.perf_start) * 1000,
+            faults=self.faults,  # the run's own list: faults while run_end is observed count
         )
 
     # the attempt loop ---------------------------------------------------------------------
@@ -686,7 +746,12 @@ class _Run:
 
     def sanitizer_fault(self, name: str, plugin: str | None, exc: BaseException) -> None:
         """A sanitizer raised: record it against its plugin; the pipeline skips it."""
-        self.hooks.record_fault(plugin, "register_transcript_sanitizers", exc)
+        self.hooks.record_fault(
+            plugin,
+            "register_transcript_sanitizers",
+            exc,
+            unit=component_unit("transcript_sanitizer", name),
+        )
 
     # compaction and truncation ------------------------------------------------------------
 
@@ -816,7 +881,6 @@ def _compaction_end(trigger: str, result: CompactResult | None, unfinished: str)
     )
 
 
-
 def _tool_result_after(branch: list[dict[str, Any]], entry_id: str | None) -> bool:
     """Does a tool result follow the entry ``entry_id`` on ``branch``?"""
     if entry_id is None:
@@ -829,3 +893,18 @@ def _tool_result_after(branch: list[dict[str, Any]], entry_id: str | None) -> bo
                 return True
         seen = seen or entry.get("id") == entry_id
     return False
+
+
+def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | None:
+    """The one ``PluginBackendError`` a task group wrapped, if that is all it holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)
+        else:
+            leaves.append(item)
+    if len(leaves) == 1 and isinstance(leaves[0], PluginBackendError):
+        return leaves[0]
+    return None

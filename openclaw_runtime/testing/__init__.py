@@ -24,8 +24,9 @@ Fixtures:
 The fixtures and the contract mixins need pytest; everything else here imports without it
 (``openclaw_runtime.testing.openai_server`` runs the ``openclaw-runtime demo``).
 
-Contract mixins: ``ContextEngineContract`` and ``TranscriptSanitizerContract`` (inherit,
-provide a ``context_engine`` / ``sanitizer`` fixture).
+Contract mixins: ``ContextEngineContract``, ``TranscriptSanitizerContract`` and
+``StreamRepairerContract`` (inherit, provide a ``context_engine`` / ``sanitizer`` /
+``stream_repairer`` fixture).
 
 Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
 ``HookRecorder``.
@@ -197,10 +198,16 @@ if importlib.util.find_spec("pytest") is not None:
         register_plugin,
         runtime_factory,
     )
-    from .contracts import ContextEngineContract, TranscriptSanitizerContract, sample_transcript
+    from .contracts import (
+        ContextEngineContract,
+        StreamRepairerContract,
+        TranscriptSanitizerContract,
+        sample_transcript,
+    )
 
     __all__ += [
         "ContextEngineContract",
+        "StreamRepairerContract",
         "TranscriptSanitizerContract",
         "anyio_backend",
         "fake_provider",

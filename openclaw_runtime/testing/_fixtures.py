@@ -67,7 +67,9 @@ def runtime_factory(
     register_plugin: PluginSet, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Runtime]]:
     """``runtime_factory(config=None, *, plugins=(), **kw)`` → a ``Runtime`` without entry
-    points, including plugins registered with ``register_plugin``; closed at teardown."""
+    points, including plugins registered with ``register_plugin``; closed at teardown. A
+    config (dict) without ``state_dir`` gets a temporary one, so a plugin fault recorded by
+    the runtime never lands in the user's ``~/.openclaw-runtime``."""
     built: list[Runtime] = []
     recorder: HookRecorder | None = (
         request.getfixturevalue("hook_recorder")
@@ -80,6 +82,9 @@ def runtime_factory(
     ) -> Runtime:
         options.setdefault("load_entrypoints", False)
         options.setdefault("on_load_failure", "raise")
+        if config is None or (isinstance(config, Mapping) and "state_dir" not in config):
+            state_dir = request.getfixturevalue("tmp_path_factory").mktemp("state")
+            config = {**(config or {}), "state_dir": str(state_dir)}
         runtime = Runtime(config, plugins=[*register_plugin.items, *plugins], **options)
         if recorder is not None:
             runtime.plugin_manager.add_call_monitor(recorder)

@@ -32,10 +32,17 @@ from ..context.engine import (
     IngestParams,
     IngestResult,
 )
+from ..llm import Context, Model, StreamOptions, Tool
 from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from ..providers.fake import FakeProvider, FakeResponse, text
 from ..transcript.policy import TranscriptPolicy
 
-__all__ = ["ContextEngineContract", "TranscriptSanitizerContract", "sample_transcript"]
+__all__ = [
+    "ContextEngineContract",
+    "StreamRepairerContract",
+    "TranscriptSanitizerContract",
+    "sample_transcript",
+]
 
 
 def sample_transcript() -> list[Any]:
@@ -210,3 +217,75 @@ class TranscriptSanitizerContract:
 
     def test_empty_input(self, sanitizer: Any) -> None:
         assert self._run(sanitizer, []) == []
+
+
+class StreamRepairerContract:
+    """Inherit and provide a ``stream_repairer`` fixture: ``transformer(events, context)``.
+
+    Catches the classic mistake of a repairer that rewrites the deltas (what a UI shows) but
+    passes the provider's final message through unchanged (what the transcript stores and
+    what tools run from): the text and tool calls of the final ``done`` message must be
+    exactly what the stream announced. Override ``sample_texts`` with texts your repairer
+    changes (the defaults include a plain-text tool call for the ``lookup`` tool).
+    """
+
+    sample_texts: tuple[str, ...] = (
+        "Hello, world. Nothing to repair here.",
+        '{"name": "lookup", "arguments": {"query": "otters"}}',
+        'Let me check. {"name": "lookup", "arguments": {"query": "otters"}}',
+    )
+    tools: tuple[Tool, ...] = (
+        Tool(
+            name="lookup",
+            description="Look something up.",
+            parameters={
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        ),
+    )
+
+    async def _repaired(self, repairer: Any, sample: str) -> list[Any]:
+        provider = FakeProvider()
+        provider.enqueue(FakeResponse([text(sample, chunk=7)], stop_reason="stop"))
+        model = Model(id="contract", name="contract", api="fake", provider="fake")
+        context = Context("contract", [UserMessage(content="hi")], list(self.tools))
+        stream = provider.stream_fn(model, context, StreamOptions())
+        events = []
+        with anyio.fail_after(10):
+            async for event in repairer(stream, context):
+                events.append(event)
+        return events
+
+    @pytest.mark.anyio
+    async def test_ends_with_exactly_one_terminal_event(self, stream_repairer: Any) -> None:
+        for sample in self.sample_texts:
+            events = await self._repaired(stream_repairer, sample)
+            kinds = [event.type for event in events]
+            assert kinds and kinds[0] == "start", kinds
+            assert kinds[-1] in ("done", "error") and kinds.count(kinds[-1]) == 1, kinds
+
+    @pytest.mark.anyio
+    async def test_final_message_agrees_with_the_stream(self, stream_repairer: Any) -> None:
+        for sample in self.sample_texts:
+            events = await self._repaired(stream_repairer, sample)
+            final = events[-1].message if events[-1].type == "done" else events[-1].error
+            streamed_text = "".join(e.delta for e in events if e.type == "text_delta")
+            final_text = "".join(b.text for b in final.content if isinstance(b, TextContent))
+            assert streamed_text == final_text, (
+                f"for {sample!r} the deltas say {streamed_text!r} but the final message says "
+                f"{final_text!r}: apply the repair to the final message too"
+            )
+            streamed_calls = [
+                (e.tool_call.name, e.tool_call.arguments)
+                for e in events
+                if e.type == "toolcall_end"
+            ]
+            final_calls = [(b.name, b.arguments) for b in final.content if isinstance(b, ToolCall)]
+            assert streamed_calls == final_calls, (
+                f"for {sample!r} the stream announced tool calls {streamed_calls!r} but the "
+                f"final message holds {final_calls!r}"
+            )
+            if final_calls:
+                assert final.stop_reason == "toolUse", final.stop_reason

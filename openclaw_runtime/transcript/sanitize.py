@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..containment import PluginGuard, component_unit
 from ..messages import Usage
 from .entries import parse_timestamp_ms
 from .images import sanitize_session_messages_images
@@ -65,6 +66,7 @@ __all__ = [
     "BUILTIN_SANITIZERS",
     "Sanitizer",
     "SanitizerSpec",
+    "guard_transcript_sanitizer",
     "run_transcript_sanitizers",
     "sanitize_session_history",
     "strip_stale_assistant_usage_before_latest_compaction",
@@ -293,3 +295,24 @@ def sanitize_session_history(
     return run_transcript_sanitizers(
         messages, policy, (*BUILTIN_SANITIZERS, *extra), on_error=on_error
     )
+
+
+def guard_transcript_sanitizer(
+    fn: Sanitizer, *, guard: PluginGuard, plugin: str | None, name: str
+) -> Sanitizer:
+    """``fn`` behind the plugin guard: while quarantined it passes its input through.
+
+    Its exceptions still reach the pipeline's ``on_error`` (which records the fault and skips
+    the stage); a call that returns counts as a success for the breaker.
+    """
+    unit = component_unit("transcript_sanitizer", name)
+
+    def guarded(messages: list[Any], policy: TranscriptPolicy) -> Sequence[Any]:
+        if not guard.admits(plugin, unit):
+            return messages
+        result = fn(messages, policy)
+        guard.succeeded(plugin, unit)
+        return result
+
+    guarded.__wrapped__ = fn  # type: ignore[attr-defined]
+    return guarded
