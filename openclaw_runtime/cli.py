@@ -11,7 +11,6 @@ re-raises when ``OPENCLAW_RUNTIME_RAISE_ERRORS=1``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -19,7 +18,7 @@ import click
 from . import __version__
 from ._runtime import Runtime
 from .commands import chat, compact, doctor, run, sessions
-from .commands._common import EXIT_FAILED, command_errors, fail, load_config
+from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
 from .commands.profiles import profiles
 
 __all__ = ["cli", "main"]
@@ -67,7 +66,7 @@ def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
                 return
             click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
             return
-        click.echo(json.dumps(runtime.describe_plugins(), indent=2))
+        click.echo(safe_json(runtime.describe_plugins(), indent=2))
     finally:
         runtime.close()
 
