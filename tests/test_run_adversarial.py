@@ -31,7 +31,13 @@ from openclaw_runtime.runner.request import RunResult
 from openclaw_runtime.runner.retry_instructions import EMPTY_RESPONSE_RETRY_INSTRUCTION
 from openclaw_runtime.testing import ScriptedReply
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
-from tests.run_support import RunLog, event_problems, openai_config, result_problems
+from tests.run_support import (
+    RunLog,
+    event_problems,
+    jsonl_problems,
+    openai_config,
+    result_problems,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -139,6 +145,45 @@ async def test_deeply_nested_error_inside_a_stream_keeps_its_message(
     assert not result.ok and result.error is not None
     assert result.error.message.startswith("503 upstream exploded"), result.error.message
     assert all(end.status == 503 for end in log.of("attempt_end"))
+    assert_well_formed(result, log)
+
+
+@pytest.mark.parametrize("depth", [100, 300])
+async def test_tool_call_arguments_nested_too_deeply_are_malformed_not_a_crash(
+    tmp_path: Path, local_http_server: Any, depth: int
+) -> None:
+    # 300 levels: orjson parses it, but the transcript could not store it ("Circular reference
+    # detected", reported as a provider error); 100: validating it recursed deep
+    arguments = '{"items":' + "[" * depth + "]" * depth + "}"
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    call["function"] = {"name": "collect", "arguments": arguments}
+    chunks = [
+        {
+            "id": "c1",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}],
+        },
+        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    for _ in range(20):
+        local_http_server.enqueue(ScriptedReply.sse(chunks))
+    ran: list[Any] = []
+
+    @tool
+    async def collect(items: list[Any]) -> str:
+        """Collect items."""
+        ran.append(items)
+        return "collected"
+
+    runtime = make_runtime(tmp_path, f"{local_http_server.base_url}/v1")
+    log = RunLog()
+    try:
+        result = await runtime.run("collect", session_id="deep-args", tools=[collect], on_event=log)
+    finally:
+        await runtime.aclose()
+    assert ran == []  # nothing that deep reaches a tool
+    assert not result.ok and result.error is not None
+    assert "malformed JSON arguments" in result.error.message, result.error
+    assert jsonl_problems(Path(result.session_file or "")) == []
     assert_well_formed(result, log)
 
 
