@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime
+from openclaw_runtime import ConfigurationError, Runtime
 from openclaw_runtime._markers import hookimpl
 from openclaw_runtime._types import RunBlock
 from openclaw_runtime.agent import tool
@@ -272,6 +272,27 @@ async def test_hung_summary_before_the_prompt_is_bounded_and_the_turn_goes_on(
     assert result.error is None or result.error.kind != "lane_timeout", result.error
     assert result.ok, result.error
     assert_well_formed(result, log)
+
+
+async def test_unknown_compaction_model_is_refused_up_front(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    # found only when a compaction ran, it crashed the run mid-turn (an ExceptionGroup
+    # around ComponentNotFoundError) after compaction_start
+    runtime = make_runtime(
+        tmp_path,
+        server.base_url,
+        models={"small": 64_000},
+        compaction_model=f"{PROVIDER}/no-such-model",
+    )
+    log = RunLog()
+    try:
+        await seed_history(runtime, "bad-compactor", turns=6, size=1_200)
+        with pytest.raises(ConfigurationError, match="compaction model 'p/no-such-model'"):
+            await runtime.run("and now?", session_id="bad-compactor", on_event=log)
+    finally:
+        await runtime.aclose()
+    assert server.requests == [] and log.events == []
 
 
 # --------------------------------------------------------------------------- every failure says why
