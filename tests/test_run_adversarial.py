@@ -187,6 +187,75 @@ async def test_tool_call_arguments_nested_too_deeply_are_malformed_not_a_crash(
     assert_well_formed(result, log)
 
 
+DEEP = b"[" * 300 + b"]" * 300
+
+
+def _plugin_provider(api: str) -> tuple[Any, str]:
+    if api == "anthropic":
+        from openclaw_runtime_anthropic import ANTHROPIC_MESSAGES_API, AnthropicProvider
+
+        return AnthropicProvider(env={}), ANTHROPIC_MESSAGES_API
+    from openclaw_runtime_google import GOOGLE_GENERATIVE_AI_API, GeminiProvider
+
+    return GeminiProvider(env={}), GOOGLE_GENERATIVE_AI_API
+
+
+#: (plugin, reply): a deep HTTP error body, and a stream whose error frame is deep
+PLUGIN_DEEP_REPLIES = [
+    (api, name, reply)
+    for api in ("anthropic", "google")
+    for name, reply in (
+        (
+            "http-500",
+            ScriptedReply(
+                500,
+                {"content-type": "application/json"},
+                [b'{"error":{"message":"upstream exploded","details":' + DEEP + b"}}"],
+            ),
+        ),
+        (
+            "stream-error-frame",
+            ScriptedReply(
+                body=[
+                    b"event: error\ndata: "
+                    + b'{"type":"error","error":{"type":"overloaded_error","code":503,'
+                    + b'"message":"upstream exploded","details":'
+                    + DEEP
+                    + b"}}\n\n"
+                ]
+            ),
+        ),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("api", "reply"),
+    [(api, reply) for api, _, reply in PLUGIN_DEEP_REPLIES],
+    ids=[f"{api}-{name}" for api, name, _ in PLUGIN_DEEP_REPLIES],
+)
+async def test_plugin_providers_report_deep_errors_by_their_message(
+    local_http_server: Any, api: str, reply: ScriptedReply
+) -> None:
+    # the Anthropic and Gemini plugins parse errors through the core helpers: a deep payload
+    # keeps its message instead of becoming "TypeError: Recursion limit reached"
+    from openclaw_runtime.llm import Context, Model, StreamOptions
+
+    provider, api_name = _plugin_provider(api)
+    local_http_server.enqueue(reply)
+    model = Model(id="m", api=api_name, provider=api, base_url=local_http_server.base_url)
+    context = Context("", [UserMessage(content="hi")], [])
+    try:
+        stream = provider.stream_fn(model, context, StreamOptions(api_key="k"))
+        events = [event async for event in stream]
+        message = await stream.result()
+    finally:
+        await provider.aclose()
+    assert events[-1].type == "error" and message.stop_reason == "error"
+    assert "upstream exploded" in (message.error_message or ""), message.error_message
+    assert "Recursion" not in (message.error_message or "")
+
+
 # --------------------------------------------------------------------------- compaction timeout
 
 
