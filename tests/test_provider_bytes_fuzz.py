@@ -330,3 +330,20 @@ def test_untrusted_json_raises_only_its_documented_error(data: str | bytes) -> N
         return
     assert not json_depth_exceeds(value, MAX_UNTRUSTED_JSON_DEPTH)
     orjson.dumps(value)  # whatever it returns can be serialized again
+
+
+@pytest.mark.parametrize(
+    ("model_id", "retired"),
+    [
+        ("llama3:8b", True),
+        ("org/" + "m" * 252, True),
+        ("m" * 257, False),  # longer than any real model id: no longer recognised
+        ("x-" * 8_000, False),
+    ],
+)
+def test_retired_model_rule_is_bounded_but_still_matches(model_id: str, retired: bool) -> None:
+    # the rule's model-id run is bounded ({0,255}): a 16 kB run of id characters took 1.8 s
+    # per classification with an unbounded ``*`` (quadratic backtracking)
+    suffix = " was retired at 2026-01-01 00:00:00 +0000 UTC (ref: x)" if retired else ""
+    result = core_classify(FailoverSignal(message=model_id + suffix))
+    assert (result is not None and result.reason == "model_not_found") is retired

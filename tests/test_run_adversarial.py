@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime
+from openclaw_runtime import ConfigurationError, Runtime
 from openclaw_runtime._markers import hookimpl
 from openclaw_runtime._types import RunBlock
 from openclaw_runtime.agent import tool
@@ -31,7 +31,13 @@ from openclaw_runtime.runner.request import RunResult
 from openclaw_runtime.runner.retry_instructions import EMPTY_RESPONSE_RETRY_INSTRUCTION
 from openclaw_runtime.testing import ScriptedReply
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
-from tests.run_support import RunLog, event_problems, openai_config, result_problems
+from tests.run_support import (
+    RunLog,
+    event_problems,
+    jsonl_problems,
+    openai_config,
+    result_problems,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -142,6 +148,114 @@ async def test_deeply_nested_error_inside_a_stream_keeps_its_message(
     assert_well_formed(result, log)
 
 
+@pytest.mark.parametrize("depth", [100, 300])
+async def test_tool_call_arguments_nested_too_deeply_are_malformed_not_a_crash(
+    tmp_path: Path, local_http_server: Any, depth: int
+) -> None:
+    # 300 levels: orjson parses it, but the transcript could not store it ("Circular reference
+    # detected", reported as a provider error); 100: validating it recursed deep
+    arguments = '{"items":' + "[" * depth + "]" * depth + "}"
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    call["function"] = {"name": "collect", "arguments": arguments}
+    chunks = [
+        {
+            "id": "c1",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}],
+        },
+        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    for _ in range(20):
+        local_http_server.enqueue(ScriptedReply.sse(chunks))
+    ran: list[Any] = []
+
+    @tool
+    async def collect(items: list[Any]) -> str:
+        """Collect items."""
+        ran.append(items)
+        return "collected"
+
+    runtime = make_runtime(tmp_path, f"{local_http_server.base_url}/v1")
+    log = RunLog()
+    try:
+        result = await runtime.run("collect", session_id="deep-args", tools=[collect], on_event=log)
+    finally:
+        await runtime.aclose()
+    assert ran == []  # nothing that deep reaches a tool
+    assert not result.ok and result.error is not None
+    assert "malformed JSON arguments" in result.error.message, result.error
+    assert jsonl_problems(Path(result.session_file or "")) == []
+    assert_well_formed(result, log)
+
+
+DEEP = b"[" * 300 + b"]" * 300
+
+
+def _plugin_provider(api: str) -> tuple[Any, str]:
+    if api == "anthropic":
+        from openclaw_runtime_anthropic import ANTHROPIC_MESSAGES_API, AnthropicProvider
+
+        return AnthropicProvider(env={}), ANTHROPIC_MESSAGES_API
+    from openclaw_runtime_google import GOOGLE_GENERATIVE_AI_API, GeminiProvider
+
+    return GeminiProvider(env={}), GOOGLE_GENERATIVE_AI_API
+
+
+#: (plugin, reply): a deep HTTP error body, and a stream whose error frame is deep
+PLUGIN_DEEP_REPLIES = [
+    (api, name, reply)
+    for api in ("anthropic", "google")
+    for name, reply in (
+        (
+            "http-500",
+            ScriptedReply(
+                500,
+                {"content-type": "application/json"},
+                [b'{"error":{"message":"upstream exploded","details":' + DEEP + b"}}"],
+            ),
+        ),
+        (
+            "stream-error-frame",
+            ScriptedReply(
+                body=[
+                    b"event: error\ndata: "
+                    + b'{"type":"error","error":{"type":"overloaded_error","code":503,'
+                    + b'"message":"upstream exploded","details":'
+                    + DEEP
+                    + b"}}\n\n"
+                ]
+            ),
+        ),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("api", "reply"),
+    [(api, reply) for api, _, reply in PLUGIN_DEEP_REPLIES],
+    ids=[f"{api}-{name}" for api, name, _ in PLUGIN_DEEP_REPLIES],
+)
+async def test_plugin_providers_report_deep_errors_by_their_message(
+    local_http_server: Any, api: str, reply: ScriptedReply
+) -> None:
+    # the Anthropic and Gemini plugins parse errors through the core helpers: a deep payload
+    # keeps its message instead of becoming "TypeError: Recursion limit reached"
+    from openclaw_runtime.llm import Context, Model, StreamOptions
+
+    provider, api_name = _plugin_provider(api)
+    local_http_server.enqueue(reply)
+    model = Model(id="m", api=api_name, provider=api, base_url=local_http_server.base_url)
+    context = Context("", [UserMessage(content="hi")], [])
+    try:
+        stream = provider.stream_fn(model, context, StreamOptions(api_key="k"))
+        events = [event async for event in stream]
+        message = await stream.result()
+    finally:
+        await provider.aclose()
+    assert events[-1].type == "error" and message.stop_reason == "error"
+    assert "upstream exploded" in (message.error_message or ""), message.error_message
+    assert "Recursion" not in (message.error_message or "")
+
+
 # --------------------------------------------------------------------------- compaction timeout
 
 
@@ -227,6 +341,27 @@ async def test_hung_summary_before_the_prompt_is_bounded_and_the_turn_goes_on(
     assert result.error is None or result.error.kind != "lane_timeout", result.error
     assert result.ok, result.error
     assert_well_formed(result, log)
+
+
+async def test_unknown_compaction_model_is_refused_up_front(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    # found only when a compaction ran, it crashed the run mid-turn (an ExceptionGroup
+    # around ComponentNotFoundError) after compaction_start
+    runtime = make_runtime(
+        tmp_path,
+        server.base_url,
+        models={"small": 64_000},
+        compaction_model=f"{PROVIDER}/no-such-model",
+    )
+    log = RunLog()
+    try:
+        await seed_history(runtime, "bad-compactor", turns=6, size=1_200)
+        with pytest.raises(ConfigurationError, match="compaction model 'p/no-such-model'"):
+            await runtime.run("and now?", session_id="bad-compactor", on_event=log)
+    finally:
+        await runtime.aclose()
+    assert server.requests == [] and log.events == []
 
 
 # --------------------------------------------------------------------------- every failure says why

@@ -22,7 +22,8 @@ from openclaw_runtime._json import (
     prune_json,
     untrusted_json_object,
 )
-from openclaw_runtime.messages import AssistantMessage
+from openclaw_runtime.messages import AssistantMessage, TextContent
+from openclaw_runtime.repair import promote_plain_text_tool_calls
 from openclaw_runtime.runner.attempt_input import AttemptInputPlan, plan_attempt_input
 from openclaw_runtime.runner.failure_signal import ToolErrorSummary
 from openclaw_runtime.runner.outcome import build_agent_run_terminal_outcome
@@ -240,3 +241,15 @@ def test_prune_json_keeps_the_shallow_facts() -> None:
     assert pruned["error"]["details"] == [[PRUNED]]
     assert not json_depth_exceeds(pruned, 4)
     assert prune_json({"a": 1}) == {"a": 1}
+
+
+@pytest.mark.parametrize(("depth", "promoted"), [(3, True), (64, True), (300, False)])
+def test_plain_text_tool_call_nested_too_deeply_stays_text(depth: int, promoted: bool) -> None:
+    # a tool call the model wrote as text, 300 levels deep, was promoted and then could not be
+    # stored ("Circular reference detected"); past the bound it is not a tool call
+    text = '[read]\n{"path":' + "[" * (depth - 1) + "]" * (depth - 1) + "}\n[/read]"
+    message = AssistantMessage(content=[TextContent(text=text)], provider="p", model="m")
+    projection = promote_plain_text_tool_calls(message, {"read"})
+    assert (projection is not None) is promoted
+    if projection is not None:
+        projection.message.to_dict()  # storable

@@ -766,7 +766,7 @@ _MODEL_NOT_FOUND_ALWAYS = (
     js_regex(r"unknown model", "i"),
     js_regex(r"\bmodel\b[^\r\n]{0,120}?\b(?:was|is|has been) retired\b", "i"),
     js_regex(
-        r"\b[a-z0-9][a-z0-9._:/-]* was retired at \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} "
+        r"\b[a-z0-9][a-z0-9._:/-]{0,255} was retired at \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} "
         r"[+-]\d{4} [a-z]+ \(ref:",
         "i",
     ),

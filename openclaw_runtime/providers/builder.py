@@ -15,8 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Literal
 
-import orjson
-
+from .._json import loads_untrusted
 from ..events import (
     AssistantMessageEvent,
     Done,
@@ -306,8 +305,10 @@ def _parse_arguments(raw: str) -> dict[str, Any] | None:
     if not text:
         return {}
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        # bounded: arguments nested past the limit are malformed (they could not be
+        # validated, stored or sent back without recursing too deep)
+        value = loads_untrusted(text)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -323,8 +324,8 @@ def parse_partial_json(raw: str) -> dict[str, Any]:
         closers, in_string = _open_brackets(prefix)
         candidate = prefix + ('"' if in_string else "") + "".join(reversed(closers))
         try:
-            value = orjson.loads(candidate)
-        except orjson.JSONDecodeError:
+            value = loads_untrusted(candidate)
+        except ValueError:
             continue
         return value if isinstance(value, dict) else {}
     return {}

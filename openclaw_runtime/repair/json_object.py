@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds
 from .blocks import PlainTextToolCallBlock, PlainTextToolCallParseOptions
 from .grammar import (
     char_at,
@@ -114,11 +115,16 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_strict_json(raw: str) -> Any:
-    """``JSON.parse``: raises ``ValueError`` for anything JavaScript would reject."""
+    """``JSON.parse``: raises ``ValueError`` for anything JavaScript would reject, and for
+    JSON nested deeper than ``MAX_UNTRUSTED_JSON_DEPTH`` (it is the model's text: a tool call
+    that deep could not be validated or stored)."""
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        value = json.loads(raw, parse_constant=_reject_constant)
     except RecursionError as exc:  # nesting deeper than Python's parser allows
         raise ValueError("JSON nested too deeply") from exc
+    if json_depth_exceeds(value, MAX_UNTRUSTED_JSON_DEPTH):
+        raise ValueError("JSON nested too deeply")
+    return value
 
 
 def _read_tool_name(record: dict[str, Any]) -> str | None:

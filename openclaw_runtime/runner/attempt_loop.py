@@ -550,7 +550,9 @@ class ModelAttemptLoop:
             assistant=assistant,
             timed_out=True,
             error=RunErrorInfo(
-                "timeout", f"{why}: the run's timeout ran out while compacting the conversation"
+                "timeout",
+                f"{why}: the run's timeout ran out while compacting the conversation",
+                "timeout",
             ),
             error_payload_text=f"⚠️ The run timed out while compacting the conversation ({why}).",
         )

@@ -263,6 +263,13 @@ class _Run:
         self.candidates = resolve_model_candidate_chain(
             ModelCandidate(self.model.provider, self.model.id), resolved
         )
+        compaction_model = config.agent.compaction_model
+        if compaction_model:
+            # checked up front: found only when a compaction runs, it crashed the run mid-turn
+            try:
+                self.runtime.resolve_model(compaction_model)  # as _summary_models resolves it
+            except OpenClawRuntimeError as exc:
+                raise ConfigurationError(f"compaction model {compaction_model!r}: {exc}") from exc
         self.fallback_configured = len(self.candidates) > 1
         self.thinking_level: ThinkingLevel = resolve_initial_thinking_level(
             request.thinking_level,
