@@ -649,7 +649,12 @@ class Runtime:
 
             self._session_store = self._backend(
                 "session_store",
-                lambda: JsonlSessionStore(self.sessions_dir, durability="none"),
+                lambda: JsonlSessionStore(
+                    self.sessions_dir,
+                    durability="none",
+                    # repairs (lines or a header kept aside) show up as one warning line
+                    warn=logging.getLogger("openclaw_runtime.transcript").warning,
+                ),
             )
         return self._session_store
 

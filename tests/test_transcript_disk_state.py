@@ -286,3 +286,21 @@ def test_session_ids_are_ascii_only(session_id):
 @pytest.mark.parametrize("session_id", ["Kelvin", "a.b_c-D9", "0" * 128])
 def test_ascii_ids_still_pass(session_id):
     assert validate_session_id(session_id) == session_id
+
+
+# --------------------------------------------------------------------------- found by fuzzing
+
+
+async def test_a_trailing_user_message_whose_parent_line_was_damaged_does_not_fail_runs(
+    tmp_path, server
+):
+    path = await two_turn_session(tmp_path / "state", server)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    # the run died after the prompt (a trailing user turn), then the answer before it rotted
+    prompt = {**records[3], "id": "orphan01", "parentId": records[4]["id"]}
+    lines = path.read_text().splitlines()
+    lines[4] = lines[4][: len(lines[4]) // 2]  # the parent's line is torn mid-way
+    path.write_text("\n".join(lines) + "\n" + json.dumps(prompt) + "\n")
+    async with runtime_for(tmp_path / "state", server) as runtime:
+        result = await runtime.run("third question", session_id="s1")
+    assert result.ok, result.error

@@ -187,7 +187,8 @@ async def set_aside_orphan_user_message(session: SessionManager) -> bool:
     if not isinstance(entry_message(branch[-1]), UserMessage):
         return False
     parent = branch[-1].get("parentId")
-    if parent:
+    # a parent that is gone (its line was damaged and kept aside) starts the branch afresh
+    if parent and session.get_entry(str(parent)) is not None:
         await session.branch(str(parent))
     else:
         await session.reset_leaf()

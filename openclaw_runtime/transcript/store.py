@@ -511,7 +511,8 @@ class SessionManager:
                 if report.invalid_lines_path
                 else ""
             )
-            warn(f"session file repaired: {summarize_repair(report)} ({target.name}){kept}")
+            why = f" {report.reason}," if report.reason else ""
+            warn(f"session file repaired:{why} {summarize_repair(report)} ({target.name}){kept}")
         for problem in tree.repair_pointers():
             manager._report(f"session {target.name}: {problem}")
         return manager
