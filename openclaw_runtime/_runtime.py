@@ -653,7 +653,7 @@ class Runtime:
                     self.sessions_dir,
                     durability="none",
                     # repairs (lines or a header kept aside) show up as one warning line
-                    warn=logging.getLogger("openclaw_runtime.transcript").warning,
+                    warn=package_logger(logging.getLogger("openclaw_runtime.transcript")).warning,
                 ),
             )
         return self._session_store

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..redaction import package_logger
 from .breaker import (
     BreakerPolicy,
     BreakerState,
@@ -47,7 +48,7 @@ __all__ = [
     "fault_scope",
 ]
 
-logger = logging.getLogger("openclaw_runtime.plugins")
+logger = package_logger(logging.getLogger("openclaw_runtime.plugins"))
 
 #: Error texts are cut to this many characters (a plugin may raise with a huge message).
 ERROR_TEXT_LIMIT = 1_000

@@ -26,11 +26,12 @@ import orjson
 
 from .._exceptions import OpenClawRuntimeWarning
 from .._files import atomic_write
+from ..redaction import package_logger
 from .guard import PluginFault
 
 __all__ = ["FAULT_RECORD_VERSION", "FaultRecord", "fold_fault"]
 
-logger = logging.getLogger("openclaw_runtime.plugins")
+logger = package_logger(logging.getLogger("openclaw_runtime.plugins"))
 
 FAULT_RECORD_VERSION = 1
 #: Entries kept (most recent by ``lastAt``); a plugin failing in many places cannot grow the file.
