@@ -106,6 +106,16 @@ async def test_one_bad_byte_anywhere_in_the_header_never_loses_an_entry(tmp_path
     assert repaired_cases > header_end  # most single-byte damage really needed the repair
 
 
+async def test_a_header_line_deleted_altogether_loses_no_entry(tmp_path, server):
+    path = await two_turn_session(tmp_path / "state", server)
+    expected = [e["id"] for e in SessionManager.open_sync(path).get_entries()]
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[1])
+    manager = SessionManager.open_sync(path)
+    assert manager.repair_report.repaired and manager.session_id == "s1"
+    assert [e["id"] for e in manager.get_entries()] == expected
+    assert not invalid_lines_path(path).exists()  # nothing was damaged, only missing
+
+
 async def test_a_salvaged_header_keeps_what_can_still_be_read(tmp_path):
     path = tmp_path / "keep-me.jsonl"
     header = '{"type":"sessi0n","version":3,"id":"keep-me","timestamp":"2026-01-01T00:00:00.000Z",'
