@@ -314,3 +314,16 @@ async def test_a_trailing_user_message_whose_parent_line_was_damaged_does_not_fa
     async with runtime_for(tmp_path / "state", server) as runtime:
         result = await runtime.run("third question", session_id="s1")
     assert result.ok, result.error
+
+
+async def test_a_planted_symlinked_lock_file_is_a_clear_error_and_touches_nothing(tmp_path, server):
+    path = await two_turn_session(tmp_path / "state", server)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    lock = path.with_name(path.name + ".lock")
+    lock.unlink()
+    os.symlink(outside, lock)
+    append(path, b"not json\n")  # opening must repair, which takes the lock
+    with pytest.raises(TranscriptError, match="cannot lock session file"):
+        SessionManager.open_sync(path)
+    assert outside.read_text() == "precious\n"
