@@ -619,11 +619,18 @@ class Runtime:
 
     @property
     def lanes(self) -> Any:
-        """The lane backend (``[backends] lanes``; default in-process)."""
+        """The lane backend (``[backends] lanes``; default ``FileLanes``: session lanes hold
+        across the processes on one state dir, the global cap per ``[agent] global_cap_scope``)."""
         if self._lanes is None:
-            from .runner.lanes import InProcessLanes
+            from .runner.file_lanes import FileLanes
 
-            self._lanes = self._backend("lanes", InProcessLanes)
+            self._lanes = self._backend(
+                "lanes",
+                lambda: FileLanes(
+                    self.config.state_dir.expanduser() / "lanes",
+                    global_cap_scope=self.config.agent.global_cap_scope,
+                ),
+            )
         return self._lanes
 
     @property
