@@ -169,3 +169,12 @@ def test_capacity_must_be_positive():
         step_file_lane(
             FileLaneState(), claimant("a"), capacity=0, now=NOW, host=HOST, pid_alive=alive
         )
+
+
+def test_the_largest_capacity_asked_for_applies_while_the_lane_is_busy():
+    state = FileLaneState(holders=(record("a", 1),), capacity=2)
+    step = step_file_lane(state, claimant("b", 2), capacity=1, now=NOW, host=HOST, pid_alive=alive)
+    assert step.granted and step.state.capacity == 2
+    idle = release_file_lane(release_file_lane(step.state, "a"), "b")
+    fresh = step_file_lane(idle, claimant("c", 3), capacity=1, now=NOW, host=HOST, pid_alive=alive)
+    assert fresh.state.capacity == 1  # an idle lane forgets it

@@ -97,13 +97,16 @@ def _seconds(data: Mapping[str, Any], name: str) -> float:
 
 @dataclass(frozen=True, slots=True)
 class FileLaneState:
-    """The holders of a shared lane and its waiters in arrival order."""
+    """The holders of a shared lane, its waiters in arrival order, and its capacity (the
+    largest any current claim asked for)."""
 
     holders: tuple[LaneRecord, ...] = ()
     queue: tuple[LaneRecord, ...] = ()
+    capacity: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "capacity": self.capacity,
             "holders": [record.to_dict() for record in self.holders],
             "queue": [record.to_dict() for record in self.queue],
         }
@@ -119,7 +122,10 @@ class FileLaneState:
             if not isinstance(records, list) or not all(isinstance(r, Mapping) for r in records):
                 raise ValueError(f"lane state: {name!r} must be a list of objects")
             parts.append(tuple(LaneRecord.from_dict(record) for record in records))
-        return cls(parts[0], parts[1])
+        capacity = data.get("capacity", 1)
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            raise ValueError("lane state: 'capacity' must be a positive integer")
+        return cls(parts[0], parts[1], capacity)
 
     @property
     def empty(self) -> bool:
@@ -177,9 +183,17 @@ def step_file_lane(
     reclaimed = tuple(record for record in state.holders if stale(record))
     holders = [record for record in state.holders if not stale(record)]
     queue = [record for record in state.queue if not stale(record)]
+    if holders or queue:
+        capacity = max(capacity, state.capacity)  # the largest capacity asked for applies
+
+    def result(granted: bool) -> FileLaneStep:
+        return FileLaneStep(
+            FileLaneState(tuple(holders), tuple(queue), capacity), granted, reclaimed
+        )
+
     if any(record.id == claimant.id for record in holders):
         queue = [record for record in queue if record.id != claimant.id]
-        return FileLaneStep(FileLaneState(tuple(holders), tuple(queue)), True, reclaimed)
+        return result(True)
     position = next((i for i, r in enumerate(queue) if r.id == claimant.id), None)
     if position is None:
         queue.append(
@@ -195,8 +209,8 @@ def step_file_lane(
                 claimant.id, claimant.pid, claimant.host, now, now, claimant.hold_stale_after_s
             )
         )
-        return FileLaneStep(FileLaneState(tuple(holders), tuple(queue)), True, reclaimed)
-    return FileLaneStep(FileLaneState(tuple(holders), tuple(queue)), False, reclaimed)
+        return result(True)
+    return result(False)
 
 
 def beat_file_lane(state: FileLaneState, claim_id: str, *, now: float) -> FileLaneState | None:
@@ -206,13 +220,14 @@ def beat_file_lane(state: FileLaneState, claim_id: str, *, now: float) -> FileLa
     for index, record in enumerate(holders):
         if record.id == claim_id:
             holders[index] = replace(record, beat=max(record.beat, now))
-            return FileLaneState(tuple(holders), state.queue)
+            return replace(state, holders=tuple(holders))
     return None
 
 
 def release_file_lane(state: FileLaneState, claim_id: str) -> FileLaneState:
     """The state without ``claim_id``, whether it held the lane or still waited."""
-    return FileLaneState(
-        tuple(record for record in state.holders if record.id != claim_id),
-        tuple(record for record in state.queue if record.id != claim_id),
+    return replace(
+        state,
+        holders=tuple(record for record in state.holders if record.id != claim_id),
+        queue=tuple(record for record in state.queue if record.id != claim_id),
     )

@@ -43,6 +43,7 @@ import filelock
 import orjson
 
 from .._files import DamagedStateFile, _pid_alive, atomic_write, load_or_set_aside
+from ..backends.lanes import LaneLease, Priority, is_session_lane
 from ..redaction import package_logger
 from .file_lane_policy import (
     FileLaneClaimant,
@@ -52,7 +53,7 @@ from .file_lane_policy import (
     release_file_lane,
     step_file_lane,
 )
-from .lanes import InProcessLanes, LaneLease, Priority
+from .lanes import InProcessLanes
 
 __all__ = [
     "HOLDER_BEAT_EVERY_S",
@@ -231,7 +232,7 @@ class FileLanes:
 
     def shares(self, lane: str) -> bool:
         """Whether ``lane`` is held across processes (else only in this one)."""
-        return lane.startswith("session:") or self.global_cap_scope == "machine"
+        return is_session_lane(lane) or self.global_cap_scope == "machine"
 
     def stats(self) -> dict[str, tuple[int, int]]:
         """lane → (running, waiting) in this process, for diagnostics."""
