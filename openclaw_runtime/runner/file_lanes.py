@@ -133,13 +133,19 @@ class FileLaneStore:
         """The current record (no lock: writes replace the file atomically)."""
         return self._read(self.path(lane))
 
-    def step(self, lane: str, claimant: FileLaneClaimant, capacity: int) -> FileLaneStep | None:
+    def step(
+        self,
+        lane: str,
+        claimant: FileLaneClaimant,
+        capacity: int,
+        lock_wait_s: float = _LOCK_WAIT_S,
+    ) -> FileLaneStep | None:
         """One attempt to take a slot (``step_file_lane``); ``None`` when the record's lock
-        stayed busy (try again)."""
+        stayed busy for ``lock_wait_s`` (try again)."""
         path = self.path(lane)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            with self._lock(path, _LOCK_WAIT_S):
+            with self._lock(path, lock_wait_s):
                 before = self._read(path)
                 step = step_file_lane(
                     before,
@@ -169,12 +175,17 @@ class FileLaneStore:
         except filelock.Timeout:
             return None
 
-    def release(self, lane: str, claim_id: str) -> None:
-        """Leave the lane (as holder or waiter)."""
+    def release(self, lane: str, claim_id: str, lock_wait_s: float = -1) -> bool:
+        """Leave the lane (as holder or waiter); ``False`` when the record's lock stayed busy
+        for ``lock_wait_s`` (default: wait as long as it takes)."""
         path = self.path(lane)
-        with self._lock(path, -1):
-            before = self._read(path)
-            self._write(path, lane, before, release_file_lane(before, claim_id))
+        try:
+            with self._lock(path, lock_wait_s):
+                before = self._read(path)
+                self._write(path, lane, before, release_file_lane(before, claim_id))
+                return True
+        except filelock.Timeout:
+            return False
 
 
 @dataclass
@@ -284,13 +295,22 @@ class FileLanes:
                 yield lease
             finally:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self.store.release, lane, claimant.id)
+                    await self._release(lane, claimant.id)
+
+    async def _release(self, lane: str, claim_id: str) -> None:
+        # usually nobody else holds the record's lock: a small read and write right here
+        # instead of a worker-thread hop at every turn end
+        if not self.store.release(lane, claim_id, 0):
+            await anyio.to_thread.run_sync(self.store.release, lane, claim_id)
 
     async def _acquire(self, lane: str, claimant: FileLaneClaimant, capacity: int) -> None:
         delay = _POLL_FIRST_S
         try:
+            # the first look happens right here when the record's lock is free (usually)
+            step = self.store.step(lane, claimant, capacity, 0)
             while True:
-                step = await anyio.to_thread.run_sync(self.store.step, lane, claimant, capacity)
+                if step is None:
+                    step = await anyio.to_thread.run_sync(self.store.step, lane, claimant, capacity)
                 if step is not None:
                     for record in step.reclaimed:
                         logger.warning(
@@ -303,7 +323,8 @@ class FileLanes:
                         return
                 await anyio.sleep(delay)
                 delay = min(delay * 1.5, _POLL_MAX_S)
+                step = None
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.store.release, lane, claimant.id)
+                await self._release(lane, claimant.id)
             raise
