@@ -181,3 +181,12 @@ async def test_a_damaged_lane_record_is_set_aside_and_the_lane_still_works(tmp_p
         pass
     assert [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
     assert "lane state file" in caplog.text
+
+
+async def test_a_record_replacement_left_by_a_killed_process_is_cleaned_up(tmp_path):
+    lanes = FileLanes(tmp_path)
+    left = tmp_path / f"{lanes.store.path('session:k').name}.lane-999999-0123abcd.tmp"
+    left.write_bytes(b"{")
+    async with lanes.hold("session:k"):
+        pass
+    assert not left.exists()

@@ -42,7 +42,13 @@ import anyio
 import filelock
 import orjson
 
-from .._files import DamagedStateFile, _pid_alive, atomic_write, load_or_set_aside
+from .._files import (
+    DamagedStateFile,
+    _pid_alive,
+    atomic_write,
+    load_or_set_aside,
+    remove_stale_temps,
+)
 from ..backends.lanes import LaneLease, Priority, is_session_lane
 from ..redaction import package_logger
 from .file_lane_policy import (
@@ -107,6 +113,7 @@ class FileLaneStore:
         self.host = host if host is not None else socket.gethostname()
         self.pid_alive = pid_alive
         self.clock = clock
+        self._ready = False
 
     def path(self, lane: str) -> Path:
         """The record of ``lane`` (its lock is ``<path>.lock``)."""
@@ -143,7 +150,10 @@ class FileLaneStore:
         """One attempt to take a slot (``step_file_lane``); ``None`` when the record's lock
         stayed busy for ``lock_wait_s`` (try again)."""
         path = self.path(lane)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._ready:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(self.directory)  # records a killed process was replacing
+            self._ready = True
         try:
             with self._lock(path, lock_wait_s):
                 before = self._read(path)
