@@ -11,6 +11,7 @@ import pytest
 from openclaw_runtime.runner.file_lane_policy import FileLaneState, LaneRecord
 from openclaw_runtime.runner.file_lanes import FileLanes, FileLaneStore
 from openclaw_runtime.runner.lanes import LaneTimeoutError
+from openclaw_runtime.testing import LaneBackendContract
 
 pytestmark = pytest.mark.anyio
 
@@ -190,3 +191,17 @@ async def test_a_record_replacement_left_by_a_killed_process_is_cleaned_up(tmp_p
     async with lanes.hold("session:k"):
         pass
     assert not left.exists()
+
+
+class TestFileLanesContract(LaneBackendContract):
+    """``FileLanes`` passes the lane contract like every lane backend."""
+
+    @pytest.fixture
+    def lane_backend(self, tmp_path):
+        return FileLanes(tmp_path / "lanes")
+
+
+class TestMachineWideFileLanesContract(LaneBackendContract):
+    @pytest.fixture
+    def lane_backend(self, tmp_path):
+        return FileLanes(tmp_path / "lanes", global_cap_scope="machine")

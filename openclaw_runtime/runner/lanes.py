@@ -10,7 +10,8 @@ heartbeats push the deadline out. A lease that overruns is cancelled and its lan
 stuck run never blocks the queue behind it.
 
 ``LaneBackend`` (``backends.lanes``) is the seam for other implementations (the Redis plugin
-shares lanes across processes); ``InProcessLanes`` is the embedded default.
+shares lanes across processes); ``InProcessLanes`` holds them within one process, and the
+embedded default ``file_lanes.FileLanes`` builds on it to hold session lanes across processes.
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ class InProcessLanes:
         self._sequence = itertools.count()
 
     def stats(self) -> dict[str, tuple[int, int]]:
-        """lane → (running, waiting), for diagnostics."""
-        return {name: (lane.active, len(lane.waiters)) for name, lane in self._lanes.items()}
+        """lane → (running, waiting), for diagnostics (waiters that gave up not counted)."""
+        return {
+            name: (lane.active, sum(1 for *_, waiter in lane.waiters if not waiter.cancelled))
+            for name, lane in self._lanes.items()
+        }
 
     @asynccontextmanager
     async def hold(
