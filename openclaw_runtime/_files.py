@@ -84,21 +84,28 @@ def _write_temp(
     return temp
 
 
-def atomic_write(path: str | Path, content: bytes, *, tag: str = "rewrite") -> None:
-    """Replace ``path`` with ``content`` so readers see the old file or the new one, never half."""
+def atomic_write(
+    path: str | Path, content: bytes, *, tag: str = "rewrite", fsync: bool = True
+) -> None:
+    """Replace ``path`` with ``content`` so readers see the old file or the new one, never half.
+
+    ``fsync=False`` skips both ``fsync`` calls: still atomic for readers and across a killed
+    process, not across a power loss (for short-lived coordination files like lane state).
+    """
     target = Path(path)
     try:
         mode: int | None = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
         mode = None
-    temp = _write_temp(target, content, mode, tag)
+    temp = _write_temp(target, content, mode, tag, fsync=fsync)
     try:
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _fsync_dir(target.parent)
+    if fsync:
+        _fsync_dir(target.parent)
 
 
 # --------------------------------------------------------------------------- stale temp files

@@ -639,7 +639,8 @@ class Runtime:
 
     @property
     def lanes(self) -> LaneBackend:
-        """The lane backend (``[backends] lanes``; default in-process)."""
+        """The lane backend (``[backends] lanes``; default ``FileLanes``: session lanes hold
+        across the processes on one state dir, the global cap per ``[agent] global_cap_scope``)."""
         return self.services.lanes
 
     @property

@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -78,9 +78,11 @@ class AgentDefaults(_Section):
 
     ``model`` and ``fallbacks`` are ``provider/model`` refs, aliases or ids;
     ``timeout_seconds`` bounds one attempt (0 = no limit) and the lanes wait that plus a
-    30 s grace; ``max_concurrent`` is the global lane's capacity; ``context_tokens`` caps
-    the model's context window; ``max_tokens`` caps each model call's output (default: the
-    model's ``max_tokens``); ``compaction_model`` summarizes (default: the run's model).
+    30 s grace; ``max_concurrent`` is the global lane's capacity, per process unless
+    ``global_cap_scope = "machine"`` (shared by the processes on one state dir);
+    ``context_tokens`` caps the model's context window; ``max_tokens`` caps each model
+    call's output (default: the model's ``max_tokens``); ``compaction_model`` summarizes
+    (default: the run's model).
     """
 
     model: str | None = None
@@ -91,6 +93,7 @@ class AgentDefaults(_Section):
     timeout_seconds: float = Field(default=600, ge=0, allow_inf_nan=False)
     idle_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_concurrent: int = Field(default=4, ge=1)
+    global_cap_scope: Literal["process", "machine"] = "process"
     context_tokens: int | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0, strict=True)
     compaction_model: str | None = None

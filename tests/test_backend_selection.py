@@ -13,6 +13,7 @@ from openclaw_runtime import ConfigurationError, UnknownBackendError, hookimpl
 from openclaw_runtime.backends import BACKEND_KINDS, EMBEDDED_BACKEND
 from openclaw_runtime.config import BackendSettings
 from openclaw_runtime.containment.proxy import GuardedBackend
+from openclaw_runtime.runner.file_lanes import FileLanes
 from openclaw_runtime.runner.lanes import InProcessLanes
 from openclaw_runtime.runner.services import RunServices
 from openclaw_runtime.runner.session_index import JsonFileSessionIndex
@@ -105,7 +106,7 @@ async def test_naming_the_embedded_backends_runs_exactly_like_the_default(
     result = await runtime.run("hello", session_key="chat:1")
     assert result.ok, result.error
     services = runtime.services
-    assert type(services.lanes) is InProcessLanes  # built-ins are not wrapped
+    assert type(services.lanes) is FileLanes  # built-ins are not wrapped
     assert type(services.session_index) is JsonFileSessionIndex
     assert type(services.steering_store) is JsonFileSteeringStore
     assert type(services.session_store) is JsonlSessionStore

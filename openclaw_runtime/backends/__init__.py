@@ -1,6 +1,6 @@
 """The five backend seams the runner reaches shared state through.
 
-* ``lanes``: ``LaneBackend`` (default ``runner.lanes.InProcessLanes``);
+* ``lanes``: ``LaneBackend`` (default ``runner.file_lanes.FileLanes``);
 * ``auth_store``: ``AuthStore`` (default ``auth.store.JsonFileAuthProfileStore``);
 * ``steering_store``: ``SteeringStore`` (default ``runner.steering.JsonFileSteeringStore``);
 * ``session_index``: ``SessionIndex`` (default ``runner.session_index.JsonFileSessionIndex``);

@@ -23,10 +23,14 @@ __all__ = ["EMBEDDED_FACTORIES", "register_backends"]
 
 
 def _lanes(runtime: Any) -> Any:
-    """Lanes of this process."""
-    from ..runner.lanes import InProcessLanes
+    """``FileLanes`` in ``<state_dir>/lanes``: session lanes hold across the processes on one
+    state dir; the global cap is per process unless ``[agent] global_cap_scope = "machine"``."""
+    from ..runner.file_lanes import FileLanes
 
-    return InProcessLanes()
+    return FileLanes(
+        runtime.config.state_dir.expanduser() / "lanes",
+        global_cap_scope=runtime.config.agent.global_cap_scope,
+    )
 
 
 def _auth_store(runtime: Any) -> Any:

@@ -10,7 +10,8 @@ heartbeats push the deadline out. A lease that overruns is cancelled and its lan
 stuck run never blocks the queue behind it.
 
 ``LaneBackend`` (``backends.lanes``) is the seam for other implementations (the Redis plugin
-shares lanes across processes); ``InProcessLanes`` is the embedded default.
+shares lanes across processes); ``InProcessLanes`` holds them within one process, and the
+embedded default ``file_lanes.FileLanes`` builds on it to hold session lanes across processes.
 """
 
 from __future__ import annotations

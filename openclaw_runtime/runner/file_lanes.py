@@ -1,0 +1,340 @@
+"""``FileLanes``: lanes that hold across the processes of one machine (the embedded default).
+
+Several ``openclaw-runtime run`` processes (or workers) on one state dir must still run one
+turn per session at a time, or their transcripts fork and turns drop off the active branch.
+So a **session lane** (``session:<key>``) is held in two steps:
+
+1. the in-process queue (``InProcessLanes``): priority and first-come order among this
+   process's runs, lease timeout, progress heartbeat;
+2. then the lane's shared record ``<state_dir>/lanes/<sha256 of the lane>.json``, changed only
+   under the OS file lock ``<that file>.lock`` (``filelock``: ``flock`` on POSIX). The record
+   lists the holder (pid, host, started, last beat) and the waiters of every process in
+   arrival order; a waiter polls it (5 ms growing to 100 ms, in a worker thread, so the event
+   loop never blocks) until it is first in line and the lane is free.
+
+The holder's beat follows its progress heartbeats (written at most every 5 s); a holder whose
+process is gone (same host) or that went longer than its lane timeout plus a 15 s margin
+without a beat is stale, and the next waiter takes the lane over (the rule is
+``file_lane_policy.is_stale_lane_record``). A holder that finds at its next beat that it was
+taken over is cancelled (``LaneTimeoutError``) instead of running on beside the new holder.
+
+The **global lane**'s cap is per process by default (each process runs up to
+``[agent] max_concurrent`` turns); ``[agent] global_cap_scope = "machine"`` makes it a counted
+semaphore across the machine in the same way (one record with up to N holders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import filelock
+import orjson
+
+from .._files import (
+    DamagedStateFile,
+    _pid_alive,
+    atomic_write,
+    load_or_set_aside,
+    remove_stale_temps,
+)
+from ..backends.lanes import LaneLease, Priority, is_session_lane
+from ..redaction import package_logger
+from .file_lane_policy import (
+    FileLaneClaimant,
+    FileLaneState,
+    FileLaneStep,
+    beat_file_lane,
+    release_file_lane,
+    step_file_lane,
+)
+from .lanes import InProcessLanes
+
+__all__ = [
+    "HOLDER_BEAT_EVERY_S",
+    "HOLD_STALE_MARGIN_S",
+    "FileLaneLease",
+    "FileLaneStore",
+    "FileLanes",
+    "GlobalCapScope",
+]
+
+logger = package_logger(logging.getLogger("openclaw_runtime.runner.lanes"))
+
+GlobalCapScope = Literal["process", "machine"]
+
+#: How much longer than its lane timeout a holder may go without a beat before it is stale
+#: (OpenClaw's lane heartbeat interval: half of the 30 s grace).
+HOLD_STALE_MARGIN_S = 15.0
+#: A holder writes its progress beat to the shared record at most this often.
+HOLDER_BEAT_EVERY_S = 5.0
+_POLL_FIRST_S = 0.005
+_POLL_MAX_S = 0.1
+#: How long one step waits for the record's file lock before trying again later.
+_LOCK_WAIT_S = 1.0
+
+
+def _lane_file_name(lane: str) -> str:
+    return hashlib.sha256(lane.encode("utf-8")).hexdigest()[:32] + ".json"
+
+
+def _parse_state(data: bytes) -> FileLaneState:
+    try:
+        raw = orjson.loads(data)
+        return FileLaneState.from_dict(raw)
+    except (orjson.JSONDecodeError, ValueError) as exc:
+        raise DamagedStateFile(str(exc).splitlines()[0] if str(exc) else "not JSON") from None
+
+
+class FileLaneStore:
+    """The shared lane records of one directory; every change happens under the record's
+    file lock. Blocking: call from a worker thread (``FileLanes`` does)."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        host: str | None = None,
+        pid_alive: Callable[[int], bool] = _pid_alive,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.directory = Path(directory)
+        self.host = host if host is not None else socket.gethostname()
+        self.pid_alive = pid_alive
+        self.clock = clock
+        self._ready = False
+
+    def path(self, lane: str) -> Path:
+        """The record of ``lane`` (its lock is ``<path>.lock``)."""
+        return self.directory / _lane_file_name(lane)
+
+    def _lock(self, path: Path, timeout: float) -> filelock.BaseFileLock:
+        return filelock.FileLock(f"{path}.lock", timeout=timeout, mode=0o600)
+
+    def _read(self, path: Path) -> FileLaneState:
+        return load_or_set_aside(
+            path, _parse_state, FileLaneState, what="lane state file", logger=logger
+        )
+
+    def _write(self, path: Path, lane: str, before: FileLaneState, after: FileLaneState) -> None:
+        if after == before:
+            return
+        if after.empty:
+            with suppress(FileNotFoundError):
+                path.unlink()
+            return
+        atomic_write(path, orjson.dumps({"lane": lane, **after.to_dict()}), tag="lane", fsync=False)
+
+    def read(self, lane: str) -> FileLaneState:
+        """The current record (no lock: writes replace the file atomically)."""
+        return self._read(self.path(lane))
+
+    def step(
+        self,
+        lane: str,
+        claimant: FileLaneClaimant,
+        capacity: int,
+        lock_wait_s: float = _LOCK_WAIT_S,
+    ) -> FileLaneStep | None:
+        """One attempt to take a slot (``step_file_lane``); ``None`` when the record's lock
+        stayed busy for ``lock_wait_s`` (try again)."""
+        path = self.path(lane)
+        if not self._ready:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(self.directory)  # records a killed process was replacing
+            self._ready = True
+        try:
+            with self._lock(path, lock_wait_s):
+                before = self._read(path)
+                step = step_file_lane(
+                    before,
+                    claimant,
+                    capacity=capacity,
+                    now=self.clock(),
+                    host=self.host,
+                    pid_alive=self.pid_alive,
+                )
+                self._write(path, lane, before, step.state)
+                return step
+        except filelock.Timeout:
+            return None
+
+    def beat(self, lane: str, claim_id: str) -> bool | None:
+        """Record a holder's beat without waiting for the lock: ``True`` done, ``False`` the
+        claim holds the lane no longer, ``None`` the lock was busy (beat again later)."""
+        path = self.path(lane)
+        try:
+            with self._lock(path, 0):
+                before = self._read(path)
+                after = beat_file_lane(before, claim_id, now=self.clock())
+                if after is None:
+                    return False
+                self._write(path, lane, before, after)
+                return True
+        except filelock.Timeout:
+            return None
+
+    def release(self, lane: str, claim_id: str, lock_wait_s: float = -1) -> bool:
+        """Leave the lane (as holder or waiter); ``False`` when the record's lock stayed busy
+        for ``lock_wait_s`` (default: wait as long as it takes)."""
+        path = self.path(lane)
+        try:
+            with self._lock(path, lock_wait_s):
+                before = self._read(path)
+                self._write(path, lane, before, release_file_lane(before, claim_id))
+                return True
+        except filelock.Timeout:
+            return False
+
+
+@dataclass
+class FileLaneLease(LaneLease):
+    """A lease on a shared lane: ``heartbeat()`` also refreshes the shared record's beat
+    (at most every ``beat_every_s``), and cancels the block if another process took the
+    lane over meanwhile (this holder was judged stale)."""
+
+    beat: Callable[[], bool | None] = field(default=lambda: True, repr=False)
+    beat_every_s: float = HOLDER_BEAT_EVERY_S
+    lost: bool = False
+    _last_beat: float = field(default_factory=time.monotonic, repr=False)
+
+    def heartbeat(self) -> None:
+        super().heartbeat()
+        now = time.monotonic()
+        if self.lost or now - self._last_beat < self.beat_every_s:
+            return
+        outcome = self.beat()
+        if outcome is None:
+            return  # the record was busy: beat again at the next progress
+        self._last_beat = now
+        if outcome is False:
+            self.lost = True
+            logger.warning(
+                "lane %r was taken over by another process while this one held it "
+                "(judged stale); cancelling this run",
+                self.lane,
+            )
+            self.scope.cancel()
+
+
+class FileLanes:
+    """Lanes for the processes of one machine: session lanes (``session:*``) always hold
+    across processes; other (global) lanes only with ``global_cap_scope="machine"``."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        global_cap_scope: GlobalCapScope = "process",
+        stale_margin_s: float = HOLD_STALE_MARGIN_S,
+        beat_every_s: float = HOLDER_BEAT_EVERY_S,
+        store: FileLaneStore | None = None,
+    ) -> None:
+        if global_cap_scope not in ("process", "machine"):
+            raise ValueError(
+                f"global_cap_scope must be 'process' or 'machine', got {global_cap_scope!r}"
+            )
+        self.store = store or FileLaneStore(directory)
+        self.global_cap_scope: GlobalCapScope = global_cap_scope
+        self.stale_margin_s = stale_margin_s
+        self.beat_every_s = beat_every_s
+        self._local = InProcessLanes()
+
+    def shares(self, lane: str) -> bool:
+        """Whether ``lane`` is held across processes (else only in this one)."""
+        return is_session_lane(lane) or self.global_cap_scope == "machine"
+
+    def stats(self) -> dict[str, tuple[int, int]]:
+        """lane → (running, waiting) in this process, for diagnostics."""
+        return self._local.stats()
+
+    def status(self, lane: str) -> FileLaneState:
+        """The shared record of ``lane``: holders and waiters of every process."""
+        return self.store.read(lane)
+
+    @asynccontextmanager
+    async def hold(
+        self,
+        lane: str,
+        *,
+        capacity: int = 1,
+        priority: Priority = "normal",
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[LaneLease]:
+        """``InProcessLanes.hold``, plus the shared record for shared lanes (module docstring).
+
+        The lease's timeout runs from when the shared lane is granted, not while waiting
+        for other processes.
+        """
+        async with self._local.hold(
+            lane, capacity=capacity, priority=priority, timeout_s=timeout_s
+        ) as local:
+            if not self.shares(lane):
+                yield local
+                return
+            local.scope.deadline = math.inf  # waiting for other processes is not holding
+            started = anyio.current_time()
+            claimant = FileLaneClaimant(
+                uuid.uuid4().hex,
+                os.getpid(),
+                self.store.host,
+                None if timeout_s is None else timeout_s + self.stale_margin_s,
+            )
+            await self._acquire(lane, claimant, capacity)
+            lease = FileLaneLease(
+                lane,
+                timeout_s,
+                local.waited_s + anyio.current_time() - started,
+                local.scope,
+                beat=lambda: self.store.beat(lane, claimant.id),
+                beat_every_s=self.beat_every_s,
+            )
+            local.heartbeat()  # the timeout starts now
+            try:
+                yield lease
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._release(lane, claimant.id)
+
+    async def _release(self, lane: str, claim_id: str) -> None:
+        # usually nobody else holds the record's lock: a small read and write right here
+        # instead of a worker-thread hop at every turn end
+        if not self.store.release(lane, claim_id, 0):
+            await anyio.to_thread.run_sync(self.store.release, lane, claim_id)
+
+    async def _acquire(self, lane: str, claimant: FileLaneClaimant, capacity: int) -> None:
+        delay = _POLL_FIRST_S
+        try:
+            # the first look happens right here when the record's lock is free (usually)
+            step = self.store.step(lane, claimant, capacity, 0)
+            while True:
+                if step is None:
+                    step = await anyio.to_thread.run_sync(self.store.step, lane, claimant, capacity)
+                if step is not None:
+                    for record in step.reclaimed:
+                        logger.warning(
+                            "lane %r: took over the slot of stale holder pid %s on %s",
+                            lane,
+                            record.pid,
+                            record.host,
+                        )
+                    if step.granted:
+                        return
+                await anyio.sleep(delay)
+                delay = min(delay * 1.5, _POLL_MAX_S)
+                step = None
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._release(lane, claimant.id)
+            raise
