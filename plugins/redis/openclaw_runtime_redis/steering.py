@@ -1,0 +1,101 @@
+"""The steering queue on Redis: sub-agent results leased, acked and released across workers.
+
+Records live in one hash, ``<prefix>steering:runs`` (run id → the record's JSON, the same
+shape as ``runs.json``). ``update(fn)`` runs the core's pure lease / ack / release functions
+(``runner/steering.py``: oldest first, the 24,000-character merged-prompt bound, the 5-minute
+stale-lease reclaim, ack/release only under the owning lease id) between ``WATCH`` and
+``EXEC`` and writes back only the records that changed.
+
+Why a hash with optimistic transactions rather than streams with consumer groups: a stream's
+pending-entry list knows one consumer per message, but a steering lease is a *batch* chosen by
+the prompt bound, released back with its attempt count kept, reclaimed by the record's own
+lease time, and sometimes suspended; XAUTOCLAIM would reclaim by idle time per message and
+the policy would have to be written a second time in Lua. With the records as data, the one
+policy the file store runs also runs here, and ``WATCH`` makes each step atomic: a worker
+killed between lease and ack leaves its items ``in_progress`` with their lease time, and the
+next lease after 5 minutes takes them again (neither lost nor delivered twice).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+from openclaw_runtime.redaction import contains_secret, package_logger, redact_data
+from openclaw_runtime.runner.steering import SubagentRunRecord
+from pydantic import ValidationError
+
+from ._atomic import watch_update
+from ._conn import RedisConnection
+
+__all__ = ["RedisSteeringStore"]
+
+T = TypeVar("T")
+Runs = dict[str, SubagentRunRecord]
+logger = package_logger(logging.getLogger("openclaw_runtime_redis.steering"))
+
+
+def _decode(raw: dict[bytes, bytes]) -> tuple[Runs, dict[str, dict[str, Any]]]:
+    runs: Runs = {}
+    before: dict[str, dict[str, Any]] = {}
+    for key, value in raw.items():
+        run_id = key.decode("utf-8", "replace")
+        try:
+            record = SubagentRunRecord.model_validate_json(value)
+        except ValidationError as exc:
+            # kept in Redis untouched, never dropped; just not offered to the policy
+            logger.warning(
+                "keeping unreadable steering record %r aside: %s",
+                run_id,
+                exc.errors()[0].get("msg", "invalid"),
+            )
+            continue
+        runs[run_id] = record
+        before[run_id] = record.to_dict()
+    return runs, before
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    payload = orjson.dumps(record)
+    if contains_secret(payload):  # sub-agent results are text from models and tools
+        payload = orjson.dumps(redact_data(record))
+    return payload
+
+
+class RedisSteeringStore:
+    """``SteeringStore`` on Redis (see the module doc for the layout and why)."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.key = conn.key("steering", "runs")
+
+    def __repr__(self) -> str:
+        return f"RedisSteeringStore(key={self.key!r})"
+
+    async def load(self) -> Runs:
+        return _decode(await self.conn.client.hgetall(self.key))[0]
+
+    async def update(self, fn: Callable[[Runs], T]) -> T:
+        async def read(pipe: Any) -> tuple[Runs, dict[str, dict[str, Any]]]:
+            return _decode(await pipe.hgetall(self.key))
+
+        def apply(state: tuple[Runs, dict[str, dict[str, Any]]]) -> tuple[T, Any]:
+            runs, before = state
+            result = fn(runs)
+            after = {run_id: record.to_dict() for run_id, record in runs.items()}
+            changed = {k: _encode(v) for k, v in after.items() if before.get(k) != v}
+            removed = [k for k in before if k not in after]
+            if not changed and not removed:
+                return result, None
+
+            def write(pipe: Any) -> None:
+                if changed:
+                    pipe.hset(self.key, mapping=changed)
+                if removed:
+                    pipe.hdel(self.key, *removed)
+
+            return result, write
+
+        return await watch_update(self.conn.client, [self.key], read, apply, what="steering store")
