@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import anyio.abc
@@ -30,6 +30,7 @@ import orjson
 
 from .._exceptions import ConfigurationError, OpenClawRuntimeError
 from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
+from ..backends.auth import AuthStore, UpdateFn
 from ..redaction import package_logger
 from .cooldown import (
     DEFAULT_AUTH_COOLDOWN_POLICY,
@@ -99,25 +100,8 @@ class AuthProfileScopeError(AuthProfileStoreError):
     """An update through a scoped store touched a profile outside the run's scope."""
 
 
-UpdateFn = Callable[[AuthProfileStoreState], AuthProfileStoreState | None]
-
-
-@runtime_checkable
-class AuthProfileStore(Protocol):
-    """A backend of the auth-profile ledger."""
-
-    async def load(self) -> AuthProfileStoreState:
-        """A consistent snapshot (profiles, order, lastGood, usageStats)."""
-        ...
-
-    async def update(self, fn: UpdateFn) -> AuthProfileStoreState:
-        """Apply ``fn`` to the freshest state atomically and persist its result.
-
-        ``fn`` is pure and synchronous and may run in a worker thread; returning ``None`` (or
-        its argument) means "no change". An update may change ``order``, ``last_good`` and
-        ``usage_stats`` only. Returns the state after the update.
-        """
-        ...
+#: The ledger backend protocol (``backends.auth.AuthStore``) under its historical name.
+AuthProfileStore = AuthStore
 
 
 def _now_ms(now_ms: float | None) -> float:

@@ -9,24 +9,30 @@ A lease holds its lane for at most its timeout (the run timeout plus a grace per
 heartbeats push the deadline out. A lease that overruns is cancelled and its lane freed, so one
 stuck run never blocks the queue behind it.
 
-``LaneBackend`` is the seam for other implementations (the Redis plugin shares lanes across
-processes); ``InProcessLanes`` is the embedded default.
+``LaneBackend`` (``backends.lanes``) is the seam for other implementations (the Redis plugin
+shares lanes across processes); ``InProcessLanes`` is the embedded default.
 """
 
 from __future__ import annotations
 
-import contextvars
 import heapq
 import itertools
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
 
 import anyio
 
-from .._exceptions import OpenClawRuntimeError
+from ..backends.lanes import (
+    PRIORITY_RANK,
+    LaneBackend,
+    LaneLease,
+    LaneReentryError,
+    LaneTimeoutError,
+    Priority,
+    held_lanes,
+    holding,
+)
 
 __all__ = [
     "PRIORITY_RANK",
@@ -38,66 +44,6 @@ __all__ = [
     "Priority",
     "held_lanes",
 ]
-
-Priority = Literal["foreground", "normal", "background"]
-PRIORITY_RANK: dict[str, int] = {"foreground": 0, "normal": 1, "background": 2}
-
-_held: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
-    "openclaw_runtime_held_lanes", default=frozenset()
-)
-
-
-def held_lanes() -> frozenset[str]:
-    """Lanes the current task holds (a task inherits its parent's view)."""
-    return _held.get()
-
-
-class LaneTimeoutError(OpenClawRuntimeError):
-    """A lease outlived its timeout without progress; its work was cancelled."""
-
-    def __init__(self, lane: str, timeout_s: float) -> None:
-        super().__init__(f"lane {lane!r} task timed out after {timeout_s:g}s without progress")
-        self.lane = lane
-        self.timeout_s = timeout_s
-
-
-class LaneReentryError(OpenClawRuntimeError):
-    """A task asked for a lane it already holds: waiting would deadlock, so it is refused."""
-
-    def __init__(self, lane: str) -> None:
-        super().__init__(
-            f"lane {lane!r} is already held by this task; waiting for it would deadlock "
-            "(use the direct variant from inside the lane)"
-        )
-        self.lane = lane
-
-
-@dataclass
-class LaneLease:
-    """Proof of holding a lane; ``heartbeat()`` extends its deadline."""
-
-    lane: str
-    timeout_s: float | None
-    waited_s: float
-    scope: anyio.CancelScope = field(repr=False)
-
-    def heartbeat(self) -> None:
-        """Progress happened: the lease may run ``timeout_s`` more from now."""
-        if self.timeout_s is not None:
-            self.scope.deadline = anyio.current_time() + self.timeout_s
-
-
-class LaneBackend(Protocol):
-    """Something that can hold lanes: ``async with backend.hold(...) as lease: ...``."""
-
-    def hold(
-        self,
-        lane: str,
-        *,
-        capacity: int = 1,
-        priority: Priority = "normal",
-        timeout_s: float | None = None,
-    ) -> AsyncIterator[LaneLease]: ...
 
 
 class _Waiter:
@@ -148,7 +94,7 @@ class InProcessLanes:
         """
         if capacity < 1:
             raise ValueError(f"lane capacity must be at least 1, got {capacity}")
-        if lane in _held.get():
+        if lane in held_lanes():
             raise LaneReentryError(lane)
         state = self._lanes.get(lane)
         if state is None:
@@ -156,15 +102,13 @@ class InProcessLanes:
         state.capacity = max(state.capacity, capacity)
         started = anyio.current_time()
         await self._acquire(state, PRIORITY_RANK.get(priority, 1))
-        token = _held.set(_held.get() | {lane})
         deadline = math.inf if timeout_s is None else anyio.current_time() + timeout_s
         scope = anyio.CancelScope(deadline=deadline)
         lease = LaneLease(lane, timeout_s, anyio.current_time() - started, scope)
         try:
-            with scope:
+            with holding(lane), scope:
                 yield lease
         finally:
-            _held.reset(token)
             self._release(lane, state)
         if scope.cancelled_caught and timeout_s is not None:
             raise LaneTimeoutError(lane, timeout_s)

@@ -37,16 +37,26 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, Final, TypeVar
 
 import anyio
 import filelock
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
-from .._exceptions import OpenClawRuntimeError
 from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
+from ..backends.steering import (
+    DeliveryStatus,
+    PendingFinalDeliveryPayload,
+    Runs,
+    SteeringLease,
+    SteeringStore,
+    SteeringStoreError,
+    SubagentCompletion,
+    SubagentCompletionDeliveryState,
+    SubagentRunOutcome,
+    SubagentRunRecord,
+)
 from ..redaction import contains_secret, package_logger, redact_data
 
 __all__ = [
@@ -65,6 +75,7 @@ __all__ = [
     "JsonFileSteeringStore",
     "LeasedAgentSteeringBatch",
     "PendingFinalDeliveryPayload",
+    "RecordsSteeringStore",
     "SteeringLease",
     "SteeringStore",
     "SteeringStoreError",
@@ -118,9 +129,6 @@ STEERING_PROMPT_PREAMBLE: Final = "\n\n".join(
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 _NON_DELIVERABLE_TOKENS: Final = ("ANNOUNCE_SKIP", "REPLY_SKIP", "NO_REPLY", "HEARTBEAT_OK")
 
-DeliveryStatus: TypeAlias = Literal[
-    "pending", "in_progress", "delivered", "suspended", "discarded", "failed"
-]
 
 # --------------------------------------------------------------------------- text helpers
 
@@ -232,137 +240,7 @@ def select_deliverable_sessions_reply(
 # --------------------------------------------------------------------------- records
 
 
-class _Record(BaseModel):
-    """camelCase on disk (OpenClaw's field names), snake_case in Python, unknown keys kept."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        extra="allow",
-        validate_assignment=True,
-    )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready dict, absent values omitted."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-class SubagentRunOutcome(_Record):
-    """How the sub-agent run ended: ``ok``, ``error`` (with ``error``), ``timeout``..."""
-
-    status: str
-    error: str | None = None
-
-
-class PendingFinalDeliveryPayload(_Record):
-    """What the requester is to be told (frozen when the sub-agent finished)."""
-
-    requester_session_key: str
-    child_session_key: str
-    child_run_id: str
-    task: str = ""
-    label: str | None = None
-    requester_display_key: str | None = None
-    ended_at: float | None = None
-    outcome: SubagentRunOutcome | None = None
-
-
-class SubagentCompletionDeliveryState(_Record):
-    """The delivery obligation of one completed sub-agent run."""
-
-    status: DeliveryStatus = "pending"
-    created_at: float | None = None
-    payload: PendingFinalDeliveryPayload | None = None
-    attempt_count: int = 0
-    last_error: str | None = None
-    last_drop_reason: str | None = None
-    steering_lease_id: str | None = None
-    steering_leased_at: float | None = None
-    steering_injected_at: float | None = None
-    announced_at: float | None = None
-    delivered_at: float | None = None
-    suspended_at: float | None = None
-    suspended_reason: str | None = None
-
-
-class SubagentCompletion(_Record):
-    """The captured result: ``result_text`` and the text captured before a ``NO_REPLY``."""
-
-    result_text: str | None = None
-    fallback_result_text: str | None = None
-
-
-class SubagentRunRecord(_Record):
-    """One sub-agent run as the requester's registry sees it (OpenClaw's ``SubagentRunRecord``).
-
-    ``cleanup_handled`` is set while a lease (or the cleanup path) owns the run;
-    ``cleanup_completed_at`` marks a finalized run whose ``cleanup_handled`` release and ack
-    leave alone.
-    """
-
-    run_id: str
-    child_session_key: str
-    requester_session_key: str
-    task: str = ""
-    label: str | None = None
-    created_at: float = 0
-    ended_at: float | None = None
-    outcome: SubagentRunOutcome | None = None
-    completion: SubagentCompletion | None = None
-    cleanup_handled: bool = False
-    cleanup_completed_at: float | None = None
-    delivery: SubagentCompletionDeliveryState | None = None
-
-    @classmethod
-    def completed(
-        cls,
-        *,
-        run_id: str,
-        requester_session_key: str,
-        child_session_key: str | None = None,
-        task: str = "",
-        label: str | None = None,
-        result_text: str | None = None,
-        fallback_result_text: str | None = None,
-        status: str = "ok",
-        error: str | None = None,
-        created_at: float = 0,
-        ended_at: float | None = None,
-    ) -> SubagentRunRecord:
-        """A finished run with a pending delivery to ``requester_session_key``."""
-        child = child_session_key or f"agent:main:subagent:{run_id}"
-        outcome = SubagentRunOutcome(status=status, error=error)
-        return cls(
-            run_id=run_id,
-            child_session_key=child,
-            requester_session_key=requester_session_key,
-            task=task,
-            label=label,
-            created_at=created_at,
-            ended_at=ended_at,
-            outcome=outcome,
-            completion=SubagentCompletion(
-                result_text=result_text, fallback_result_text=fallback_result_text
-            ),
-            delivery=SubagentCompletionDeliveryState(
-                status="pending",
-                created_at=ended_at,
-                payload=PendingFinalDeliveryPayload(
-                    requester_session_key=requester_session_key,
-                    child_session_key=child,
-                    child_run_id=run_id,
-                    task=task,
-                    label=label,
-                    ended_at=ended_at,
-                    outcome=outcome,
-                ),
-            ),
-        )
-
-
-Runs: TypeAlias = dict[str, SubagentRunRecord]
+# (the records live in ``backends.steering``: the steering store's protocol speaks them)
 
 # --------------------------------------------------------------------------- selection
 
@@ -638,17 +516,16 @@ def prepend_agent_steering_prompt(steering_prompt: str, prompt: str) -> str:
 T = TypeVar("T")
 
 
-class SteeringStoreError(OpenClawRuntimeError):
-    """The steering store could not be read, locked or written."""
+class RecordsSteeringStore:
+    """``SteeringStore`` operations on top of one atomic ``update(fn)`` over every record.
 
-
-@runtime_checkable
-class SteeringStore(Protocol):
-    """Where sub-agent run records live."""
+    A store that can apply a function to all records atomically (a locked file, a lock in
+    memory) inherits lease / ack / release / put from here and so runs exactly the policy
+    above; it implements ``load`` and ``update`` only.
+    """
 
     async def load(self) -> Runs:
-        """A snapshot of every record (a copy: changing it changes nothing)."""
-        ...
+        raise NotImplementedError
 
     async def update(self, fn: Callable[[Runs], T]) -> T:
         """Apply ``fn`` to the freshest records atomically and persist what it changed.
@@ -656,10 +533,54 @@ class SteeringStore(Protocol):
         ``fn`` is synchronous, mutates the dict it gets and returns a value, which ``update``
         returns. If ``fn`` raises, nothing is written.
         """
-        ...
+        raise NotImplementedError
+
+    async def put(self, record: SubagentRunRecord) -> None:
+        snapshot = record.model_copy(deep=True)
+
+        def put(runs: Runs) -> None:
+            runs[snapshot.run_id] = snapshot.model_copy(deep=True)
+
+        await self.update(put)
+
+    async def lease(
+        self, requester_session_key: str, *, now_ms: float, lease_id: str | None = None
+    ) -> SteeringLease | None:
+        lease = lease_id or uuid.uuid4().hex
+
+        def apply(runs: Runs) -> SteeringLease | None:
+            batch = lease_pending_agent_steering_items_from_subagent_runs(
+                runs, requester_session_key=requester_session_key, lease_id=lease, now_ms=now_ms
+            )
+            if batch is None:
+                return None
+            return SteeringLease(
+                lease_id=lease,
+                prompt=batch.prompt,
+                run_ids=batch.run_ids,
+                items=tuple(runs[run_id].model_copy(deep=True) for run_id in batch.run_ids),
+            )
+
+        return await self.update(apply)
+
+    async def ack(self, lease: SteeringLease, *, now_ms: float) -> int:
+        def apply(runs: Runs) -> int:
+            return ack_leased_agent_steering_items_from_subagent_runs(
+                runs, run_ids=lease.run_ids, lease_id=lease.lease_id, now_ms=now_ms
+            )
+
+        return await self.update(apply)
+
+    async def release(self, lease: SteeringLease, *, error: str | None = None) -> int:
+        def apply(runs: Runs) -> int:
+            return release_leased_agent_steering_items_from_subagent_runs(
+                runs, run_ids=lease.run_ids, lease_id=lease.lease_id, error=error
+            )
+
+        return await self.update(apply)
 
 
-class InMemorySteeringStore:
+class InMemorySteeringStore(RecordsSteeringStore):
     """Records in this process (tests, single-process runtimes)."""
 
     def __init__(self, records: Sequence[SubagentRunRecord] = ()) -> None:
@@ -681,7 +602,7 @@ class InMemorySteeringStore:
         return f"InMemorySteeringStore(runs={len(self._runs)})"
 
 
-class JsonFileSteeringStore:
+class JsonFileSteeringStore(RecordsSteeringStore):
     """Records in one JSON file, safe for many processes on one machine.
 
     Updates hold ``<file>.lock`` while they read, apply and write; the file is replaced
@@ -791,6 +712,13 @@ class JsonFileSteeringStore:
     async def load(self) -> Runs:
         return await anyio.to_thread.run_sync(self.load_sync)
 
+    async def lease(
+        self, requester_session_key: str, *, now_ms: float, lease_id: str | None = None
+    ) -> SteeringLease | None:
+        if not self.path.exists():
+            return None  # nothing was ever queued: no lock, no read
+        return await super().lease(requester_session_key, now_ms=now_ms, lease_id=lease_id)
+
     async def update(self, fn: Callable[[Runs], T]) -> T:
         return await anyio.to_thread.run_sync(self.update_sync, fn)
 
@@ -798,25 +726,9 @@ class JsonFileSteeringStore:
 # --------------------------------------------------------------------------- store operations
 
 
-@dataclass(frozen=True, slots=True)
-class SteeringLease:
-    """A lease on a batch of sub-agent results: ack it after injecting ``prompt``, release it
-    when the turn fails first."""
-
-    lease_id: str
-    prompt: str
-    run_ids: tuple[str, ...]
-    items: tuple[SubagentRunRecord, ...]
-
-
 async def upsert_subagent_run(store: SteeringStore, record: SubagentRunRecord) -> None:
     """Store (or replace) one run record."""
-    snapshot = record.model_copy(deep=True)
-
-    def put(runs: Runs) -> None:
-        runs[snapshot.run_id] = snapshot.model_copy(deep=True)
-
-    await store.update(put)
+    await store.put(record)
 
 
 async def lease_pending_agent_steering_items(
@@ -827,22 +739,7 @@ async def lease_pending_agent_steering_items(
     lease_id: str | None = None,
 ) -> SteeringLease | None:
     """Lease the next bounded batch for the requester's turn, or None when nothing waits."""
-    lease = lease_id or uuid.uuid4().hex
-
-    def apply(runs: Runs) -> SteeringLease | None:
-        batch = lease_pending_agent_steering_items_from_subagent_runs(
-            runs, requester_session_key=requester_session_key, lease_id=lease, now_ms=now_ms
-        )
-        if batch is None:
-            return None
-        return SteeringLease(
-            lease_id=lease,
-            prompt=batch.prompt,
-            run_ids=batch.run_ids,
-            items=tuple(runs[run_id].model_copy(deep=True) for run_id in batch.run_ids),
-        )
-
-    return await store.update(apply)
+    return await store.lease(requester_session_key, now_ms=now_ms, lease_id=lease_id)
 
 
 async def ack_leased_agent_steering_items(
@@ -850,13 +747,7 @@ async def ack_leased_agent_steering_items(
 ) -> int:
     """The lease's prompt reached the requester: mark its items delivered; returns how many
     were still owned by this lease."""
-
-    def apply(runs: Runs) -> int:
-        return ack_leased_agent_steering_items_from_subagent_runs(
-            runs, run_ids=lease.run_ids, lease_id=lease.lease_id, now_ms=now_ms
-        )
-
-    return await store.update(apply)
+    return await store.ack(lease, now_ms=now_ms)
 
 
 async def release_leased_agent_steering_items(
@@ -864,10 +755,4 @@ async def release_leased_agent_steering_items(
 ) -> int:
     """The requester's turn failed before injection: hand the items back; returns how many
     were still owned by this lease."""
-
-    def apply(runs: Runs) -> int:
-        return release_leased_agent_steering_items_from_subagent_runs(
-            runs, run_ids=lease.run_ids, lease_id=lease.lease_id, error=error
-        )
-
-    return await store.update(apply)
+    return await store.release(lease, error=error)

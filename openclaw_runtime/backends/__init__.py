@@ -1,0 +1,68 @@
+"""The five backend seams the runner reaches shared state through.
+
+* ``lanes``: ``LaneBackend`` (default ``runner.lanes.InProcessLanes``);
+* ``auth_store``: ``AuthStore`` (default ``auth.store.JsonFileAuthProfileStore``);
+* ``steering_store``: ``SteeringStore`` (default ``runner.steering.JsonFileSteeringStore``);
+* ``session_index``: ``SessionIndex`` (default ``runner.session_index.JsonFileSessionIndex``);
+* ``session_store``: ``SessionStore`` (default ``transcript.store.JsonlSessionStore``).
+
+Each protocol's docstring states the guarantees every backend gives; a plugin contributes a
+backend through ``register_backends(register)`` with ``register(kind, name, factory)``, and
+``openclaw_runtime.testing`` has one contract suite per protocol (``LaneBackendContract``...)
+that built-in and plugin backends alike pass. This package sits beside the policy packages: it
+imports neither the runner nor the ``Runtime`` (see docs/backends.md).
+"""
+
+from __future__ import annotations
+
+from .auth import AuthStore, UpdateFn
+from .lanes import (
+    PRIORITY_RANK,
+    HeldLane,
+    LaneBackend,
+    LaneLease,
+    LaneReentryError,
+    LaneTimeoutError,
+    Priority,
+    held_lanes,
+    holding,
+    is_session_lane,
+)
+from .sessions import Session, SessionIndex, SessionIndexEntry, SessionStore
+from .steering import SteeringLease, SteeringStore, SteeringStoreError, SubagentRunRecord
+
+__all__ = [
+    "BACKEND_KINDS",
+    "EMBEDDED_BACKEND",
+    "PRIORITY_RANK",
+    "AuthStore",
+    "HeldLane",
+    "LaneBackend",
+    "LaneLease",
+    "LaneReentryError",
+    "LaneTimeoutError",
+    "Priority",
+    "Session",
+    "SessionIndex",
+    "SessionIndexEntry",
+    "SessionStore",
+    "SteeringLease",
+    "SteeringStore",
+    "SteeringStoreError",
+    "SubagentRunRecord",
+    "UpdateFn",
+    "held_lanes",
+    "holding",
+    "is_session_lane",
+]
+
+#: The kinds ``[backends]`` selects and ``register_backends`` accepts, in that order.
+BACKEND_KINDS: tuple[str, ...] = (
+    "lanes",
+    "auth_store",
+    "steering_store",
+    "session_index",
+    "session_store",
+)
+#: The name the embedded default of every kind is registered under.
+EMBEDDED_BACKEND = "embedded"
