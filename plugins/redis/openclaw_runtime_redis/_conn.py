@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import redis.asyncio as aioredis
+
 from openclaw_runtime import ConfigurationError
 
 __all__ = ["DEFAULT_PREFIX", "REDIS_URL_ENV", "RedisConnection", "RedisSettings", "key_part"]

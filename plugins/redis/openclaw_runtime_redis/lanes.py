@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
+
 from openclaw_runtime import OpenClawRuntimeError
-from openclaw_runtime.runner.lanes import (
+from openclaw_runtime.backends.lanes import (
     PRIORITY_RANK,
     LaneLease,
-    LaneReentryError,
     LaneTimeoutError,
     Priority,
+    holding,
+    is_session_lane,
 )
 
 from ._conn import RedisConnection
@@ -163,7 +165,8 @@ return 1
 FENCE_CHECK: Final = """
 for i = 1, nfences do
   local s = redis.call('ZSCORE', KEYS[2 * i - 1], ARGV[2 * i - 1])
-  if (not s) or tonumber(s) <= now or redis.call('HGET', KEYS[2 * i], ARGV[2 * i - 1]) ~= ARGV[2 * i] then
+  if (not s) or tonumber(s) <= now
+     or redis.call('HGET', KEYS[2 * i], ARGV[2 * i - 1]) ~= ARGV[2 * i] then
     return {-1}
   end
 end
@@ -207,9 +210,9 @@ _fences: contextvars.ContextVar[tuple[Fence, ...]] = contextvars.ContextVar(
 )
 
 
-def current_fences(prefix: str = "session:") -> tuple[Fence, ...]:
-    """The capacity-1 lanes (named ``prefix...``) this task holds on Redis."""
-    return tuple(f for f in _fences.get() if f.lane.startswith(prefix))
+def current_fences() -> tuple[Fence, ...]:
+    """The session lanes this task holds on Redis (what the session store fences with)."""
+    return _fences.get()
 
 
 def fence_args(fences: tuple[Fence, ...]) -> tuple[list[str], list[str]]:
@@ -239,7 +242,8 @@ class RedisLanes:
         return f"RedisLanes(prefix={self.conn.prefix!r}, lease_ms={self.lease_ms})"
 
     def _keys(self, lane: str) -> list[str]:
-        return [self.conn.key("lane", lane, part) for part in ("holders", "tokens", "waiters", "alive")]
+        parts = ("holders", "tokens", "waiters", "alive")
+        return [self.conn.key("lane", lane, part) for part in parts]
 
     @asynccontextmanager
     async def hold(
@@ -257,47 +261,45 @@ class RedisLanes:
         """
         if capacity < 1:
             raise ValueError(f"lane capacity must be at least 1, got {capacity}")
-        if any(f.lane == lane for f in _fences.get()) or lane in _held.get():
-            raise LaneReentryError(lane)
-        keys = self._keys(lane)
-        lease_id = uuid.uuid4().hex
-        wake_key = self._wake_prefix + lease_id
-        started = anyio.current_time()
-        token = await self._wait_for_grant(lane, keys, lease_id, wake_key, capacity, priority)
-        fence = Fence(lane, keys[0], keys[1], lease_id, token)
-        fence_token = _fences.set((*_fences.get(), fence)) if capacity == 1 else None
-        held_token = _held.set(_held.get() | {lane})
-        deadline = math.inf if timeout_s is None else anyio.current_time() + timeout_s
-        scope = anyio.CancelScope(deadline=deadline)
-        lease = LaneLease(lane, timeout_s, anyio.current_time() - started, scope)
-        lost = False
-        try:
-            async with anyio.create_task_group() as tg:
+        with holding(lane):  # re-entry is refused at once, before queueing
+            keys = self._keys(lane)
+            lease_id = uuid.uuid4().hex
+            started = anyio.current_time()
+            token = await self._wait_for_grant(lane, keys, lease_id, capacity, priority)
+            fences = _fences.get()
+            fence_token = None
+            if is_session_lane(lane):
+                fence_token = _fences.set((*fences, Fence(lane, keys[0], keys[1], lease_id, token)))
+            deadline = math.inf if timeout_s is None else anyio.current_time() + timeout_s
+            scope = anyio.CancelScope(deadline=deadline)
+            lease = LaneLease(lane, timeout_s, anyio.current_time() - started, scope)
+            lost = False
 
-                async def renew() -> None:
-                    nonlocal lost
-                    while True:
-                        await anyio.sleep(self.lease_ms / 3000)
-                        ok = await self._renew(
-                            keys=keys[:2], args=[lease_id, str(token), self.lease_ms]
-                        )
-                        if not ok:
-                            lost = True
-                            scope.cancel()
-                            return
+            async def renew() -> None:
+                nonlocal lost
+                while True:
+                    await anyio.sleep(self.lease_ms / 3000)
+                    ok = await self._renew(
+                        keys=keys[:2], args=[lease_id, str(token), self.lease_ms]
+                    )
+                    if not ok:
+                        lost = True
+                        scope.cancel()
+                        return
 
-                tg.start_soon(renew)
-                try:
-                    with scope:
-                        yield lease
-                finally:
-                    tg.cancel_scope.cancel()
-        finally:
-            _held.reset(held_token)
-            if fence_token is not None:
-                _fences.reset(fence_token)
-            with anyio.CancelScope(shield=True):
-                await self._release(keys=keys, args=[lease_id, capacity, self._wake_prefix])
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(renew)
+                    try:
+                        with scope:
+                            yield lease
+                    finally:
+                        tg.cancel_scope.cancel()
+            finally:
+                if fence_token is not None:
+                    _fences.reset(fence_token)
+                with anyio.CancelScope(shield=True):
+                    await self._release(keys=keys, args=[lease_id, capacity, self._wake_prefix])
         if lost:
             raise LaneLeaseLostError(lane)
         if scope.cancelled_caught and timeout_s is not None:
@@ -308,11 +310,11 @@ class RedisLanes:
         lane: str,
         keys: list[str],
         lease_id: str,
-        wake_key: str,
         capacity: int,
         priority: Priority,
     ) -> int:
         client = self.conn.client
+        wake_key = self._wake_prefix + lease_id
         args: list[Any] = [
             capacity,
             self.lease_ms,
@@ -336,8 +338,3 @@ class RedisLanes:
                 await self._release(keys=keys, args=[lease_id, capacity, self._wake_prefix])
                 await client.delete(wake_key)
             raise
-
-
-_held: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
-    "openclaw_runtime_redis_held", default=frozenset()
-)

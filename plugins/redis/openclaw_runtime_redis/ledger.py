@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
+
 from openclaw_runtime.auth.profiles import AuthProfile
 from openclaw_runtime.auth.state import AuthProfileStoreState
 from openclaw_runtime.auth.store import (
@@ -39,7 +40,7 @@ __all__ = ["RedisAuthProfileStore"]
 logger = package_logger(logging.getLogger("openclaw_runtime_redis.ledger"))
 
 
-def _parse(raw: bytes | None) -> dict[str, Any]:
+def _parse(raw: bytes | str | None) -> dict[str, Any]:
     if not raw:
         return {}
     try:
@@ -90,4 +91,7 @@ class RedisAuthProfileStore(AuthProfileStoreBase):
             payload = orjson.dumps(document_with_state(document, after))
             return after, lambda pipe: pipe.set(self.key, payload)
 
-        return await watch_update(self.conn.client, [self.key], read, apply, what="auth ledger")
+        try:
+            return await watch_update(self.conn.client, [self.key], read, apply, what="auth ledger")
+        except RuntimeError as exc:
+            raise AuthProfileStoreError(str(exc)) from None

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
+
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.transcript.entries import iso_timestamp, make_header
 from openclaw_runtime.transcript.jsonl import encode_record, entry_problem, parse_session_bytes
@@ -110,11 +111,22 @@ class RedisSessionManager(SessionManager):
     """``SessionManager`` whose transcript lives in a Redis list (see the module doc)."""
 
     def __init__(
-        self, conn: RedisConnection, session_id: str, tree: _Tree, *, state: tuple[int, int],
-        durability: Any = "none", now: Clock | None = None, warn: Warn | None = None,
+        self,
+        conn: RedisConnection,
+        session_id: str,
+        tree: _Tree,
+        *,
+        state: tuple[int, int],
+        durability: Any = "none",
+        now: Clock | None = None,
+        warn: Warn | None = None,
     ) -> None:
         super().__init__(
-            Path(f"{session_id}.jsonl"), tree, durability=durability, now=now, warn=warn,
+            Path(f"{session_id}.jsonl"),
+            tree,
+            durability=durability,
+            now=now,
+            warn=warn,
             file_state=state,
         )
         self.conn = conn
@@ -127,16 +139,28 @@ class RedisSessionManager(SessionManager):
 
     @classmethod
     async def load(
-        cls, conn: RedisConnection, session_id: str, *, durability: Any = "none",
-        now: Clock | None = None, warn: Warn | None = None,
+        cls,
+        conn: RedisConnection,
+        session_id: str,
+        *,
+        durability: Any = "none",
+        now: Clock | None = None,
+        warn: Warn | None = None,
     ) -> RedisSessionManager:
         """Read a whole session from Redis (``TranscriptError`` if it does not exist)."""
         lines, gen = await _read_all(conn, session_id)
         if not lines:
             raise TranscriptError(f"session {session_id} does not exist in Redis")
         tree = _tree_from_lines(lines, session_id)
-        return cls(conn, session_id, tree, state=(gen, len(lines)), durability=durability,
-                   now=now, warn=warn)
+        return cls(
+            conn,
+            session_id,
+            tree,
+            state=(gen, len(lines)),
+            durability=durability,
+            now=now,
+            warn=warn,
+        )
 
     async def refresh(self) -> bool:
         if self.closed:
@@ -187,7 +211,11 @@ class RedisSessionManager(SessionManager):
         return status, int(rest[0]) if rest else 0
 
     async def _append(
-        self, kind: str, payload: dict[str, Any], append_mode: str | None = None, *,
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None = None,
+        *,
         parent: str | None = "append",
     ) -> str:
         if self.closed:
@@ -277,7 +305,11 @@ class RedisSessionStore:
     """Sessions by id on Redis; same calls as ``JsonlSessionStore`` (exists/list are async)."""
 
     def __init__(
-        self, conn: RedisConnection, *, durability: Any = "none", now: Clock | None = None,
+        self,
+        conn: RedisConnection,
+        *,
+        durability: Any = "none",
+        now: Clock | None = None,
         warn: Warn | None = None,
     ) -> None:
         self.conn = conn
@@ -297,7 +329,7 @@ class RedisSessionStore:
 
     async def list_ids(self) -> list[str]:
         """Every session id, sorted."""
-        return sorted(m.decode() for m in await self.conn.client.smembers(self.all_key))
+        return sorted(_text(m) for m in await self.conn.client.smembers(self.all_key))
 
     async def create(
         self, session_id: str, *, cwd: str, parent_session: str | None = None
@@ -305,7 +337,9 @@ class RedisSessionStore:
         """Create a session holding only its header (``TranscriptError`` if it exists)."""
         safe = validate_session_id(session_id)
         clock = self._now or (lambda: datetime.now(UTC))
-        header = make_header(safe, cwd, parent_session=parent_session, timestamp=iso_timestamp(clock()))
+        header = make_header(
+            safe, cwd, parent_session=parent_session, timestamp=iso_timestamp(clock())
+        )
         line = encode_record(header)
         created = await self._create(
             keys=[self.conn.key("session", safe, "lines"), self.all_key], args=[line, safe]
@@ -313,15 +347,23 @@ class RedisSessionStore:
         if not int(created):
             raise TranscriptError(f"session {safe} already exists in Redis")
         return RedisSessionManager(
-            self.conn, safe, _Tree.build(header, []), state=(0, 1),
-            durability=self.durability, now=self._now, warn=self._warn,
+            self.conn,
+            safe,
+            _Tree.build(header, []),
+            state=(0, 1),
+            durability=self.durability,
+            now=self._now,
+            warn=self._warn,
         )
 
     async def open(self, session_id: str, *, repair: bool = True) -> RedisSessionManager:
         """Open an existing session (``repair`` has nothing to do: only whole lines are stored)."""
         return await RedisSessionManager.load(
-            self.conn, validate_session_id(session_id), durability=self.durability,
-            now=self._now, warn=self._warn,
+            self.conn,
+            validate_session_id(session_id),
+            durability=self.durability,
+            now=self._now,
+            warn=self._warn,
         )
 
     async def open_or_create(self, session_id: str, *, cwd: str) -> RedisSessionManager:
@@ -404,7 +446,7 @@ class RedisSessionIndex:
             except orjson.JSONDecodeError:
                 continue
             if isinstance(value, dict):
-                out[key.decode()] = value
+                out[_text(key)] = value
         return out
 
     async def claim(self, session_key: str, session_id: str) -> str:
@@ -421,7 +463,11 @@ class RedisSessionIndex:
             await self.conn.client.hset(self.key, session_key, self._entry(session_id))
 
 
-def _session_id(raw: bytes | None) -> str | None:
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _session_id(raw: bytes | str | None) -> str | None:
     if raw is None:
         return None
     try:
@@ -430,4 +476,3 @@ def _session_id(raw: bytes | None) -> str | None:
         return None
     sid = value.get("sessionId") if isinstance(value, dict) else None
     return sid if isinstance(sid, str) else None
-

@@ -19,13 +19,15 @@ next lease after 5 minutes takes them again (neither lost nor delivered twice).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import orjson
-from openclaw_runtime.redaction import contains_secret, package_logger, redact_data
-from openclaw_runtime.runner.steering import SubagentRunRecord
 from pydantic import ValidationError
+
+from openclaw_runtime.backends.steering import SteeringStoreError, SubagentRunRecord
+from openclaw_runtime.redaction import contains_secret, package_logger, redact_data
+from openclaw_runtime.runner.steering import RecordsSteeringStore
 
 from ._atomic import watch_update
 from ._conn import RedisConnection
@@ -37,11 +39,11 @@ Runs = dict[str, SubagentRunRecord]
 logger = package_logger(logging.getLogger("openclaw_runtime_redis.steering"))
 
 
-def _decode(raw: dict[bytes, bytes]) -> tuple[Runs, dict[str, dict[str, Any]]]:
+def _decode(raw: Mapping[Any, Any]) -> tuple[Runs, dict[str, dict[str, Any]]]:
     runs: Runs = {}
     before: dict[str, dict[str, Any]] = {}
     for key, value in raw.items():
-        run_id = key.decode("utf-8", "replace")
+        run_id = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
         try:
             record = SubagentRunRecord.model_validate_json(value)
         except ValidationError as exc:
@@ -64,8 +66,9 @@ def _encode(record: dict[str, Any]) -> bytes:
     return payload
 
 
-class RedisSteeringStore:
-    """``SteeringStore`` on Redis (see the module doc for the layout and why)."""
+class RedisSteeringStore(RecordsSteeringStore):
+    """``SteeringStore`` on Redis (see the module doc for the layout and why); ``put`` /
+    ``lease`` / ``ack`` / ``release`` come from ``RecordsSteeringStore``: the core's policy."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
@@ -98,4 +101,9 @@ class RedisSteeringStore:
 
             return result, write
 
-        return await watch_update(self.conn.client, [self.key], read, apply, what="steering store")
+        try:
+            return await watch_update(
+                self.conn.client, [self.key], read, apply, what="steering store"
+            )
+        except RuntimeError as exc:
+            raise SteeringStoreError(str(exc)) from None

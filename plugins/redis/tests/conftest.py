@@ -18,7 +18,9 @@ from openclaw_runtime_redis.testing import RedisUnavailable, redis_server_url
 TRIO_REASON = "redis-py's asyncio client runs on asyncio only (see plugins/redis/README.md)"
 
 
-@pytest.fixture(params=["asyncio", pytest.param("trio", marks=pytest.mark.skip(reason=TRIO_REASON))])
+@pytest.fixture(
+    params=["asyncio", pytest.param("trio", marks=pytest.mark.skip(reason=TRIO_REASON))]
+)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Redis tests run on asyncio; trio is skipped with the reason."""
     return str(request.param)

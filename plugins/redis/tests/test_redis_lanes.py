@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from openclaw_runtime.runner.lanes import LaneReentryError
 from openclaw_runtime_redis import (
     LaneLeaseLostError,
     RedisConnection,
     RedisLanes,
     current_fences,
 )
+
+from openclaw_runtime.runner.lanes import LaneReentryError
 
 pytestmark = pytest.mark.anyio
 
@@ -100,16 +101,26 @@ async def test_reentry_is_refused(redis_conn):
                 pass
 
 
-async def test_a_holder_that_stops_renewing_loses_the_lane_to_the_next_waiter(redis_url, redis_prefix):
+async def test_a_holder_that_stops_renewing_loses_the_lane_to_the_next_waiter(
+    redis_url, redis_prefix
+):
     # a "stalled" holder: its renewals fail because its lease was deleted from under it
     conn = RedisConnection.from_url(redis_url, prefix=redis_prefix)
     lanes = RedisLanes(conn, lease_ms=300)
     try:
-        with pytest.raises(LaneLeaseLostError):
+        ran_to_end = False
+
+        async def stall() -> None:
+            nonlocal ran_to_end
             async with lanes.hold("session:s"):
                 (fence,) = current_fences()
                 await conn.client.zrem(fence.holders_key, fence.lease_id)
                 await anyio.sleep(5)
+                ran_to_end = True
+
+        with pytest.raises(LaneLeaseLostError):
+            await stall()
+        assert not ran_to_end  # cancelled when the renewal found the lease gone
         # the lane is free again
         with anyio.fail_after(5):
             async with lanes.hold("session:s"):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from openclaw_runtime_redis.ledger import RedisAuthProfileStore
+from openclaw_runtime_redis.steering import RedisSteeringStore
+
 from openclaw_runtime.auth import (
     AuthProfile,
     mark_auth_profile_failure,
@@ -20,8 +23,6 @@ from openclaw_runtime.runner.steering import (
     upsert_subagent_run,
     utf16_length,
 )
-from openclaw_runtime_redis.ledger import RedisAuthProfileStore
-from openclaw_runtime_redis.steering import RedisSteeringStore
 
 pytestmark = pytest.mark.anyio
 NOW = 1_700_000_000_000
@@ -39,7 +40,9 @@ def profiles() -> list[AuthProfile]:
 async def test_cooldown_ladder_and_widening_are_shared_between_two_stores(redis_conn):
     one = RedisAuthProfileStore(redis_conn, profiles=profiles())
     two = RedisAuthProfileStore(redis_conn, profiles=profiles())  # another worker
-    entry = await mark_auth_profile_failure(one, "openai:a", "rate_limit", model_id="gpt-5", now_ms=NOW)
+    entry = await mark_auth_profile_failure(
+        one, "openai:a", "rate_limit", model_id="gpt-5", now_ms=NOW
+    )
     assert entry.cooldown_until == NOW + 30_000 and entry.cooldown_model == "gpt-5"
     seen = (await two.load()).stats_for("openai:a")
     assert is_profile_in_cooldown(seen, "gpt-5", NOW + 1)
@@ -71,7 +74,9 @@ async def test_concurrent_failures_from_many_clients_lose_nothing(redis_url, red
         async with anyio.create_task_group() as tg:
             for i in range(30):
                 tg.start_soon(
-                    lambda s=stores[i % 5]: mark_auth_profile_failure(s, "openai:a", "auth", now_ms=NOW)
+                    lambda s=stores[i % 5]: mark_auth_profile_failure(
+                        s, "openai:a", "auth", now_ms=NOW
+                    )
                 )
         entry = (await stores[0].load()).stats_for("openai:a")
         assert entry.error_count == 30 and entry.failure_count("auth") == 30
@@ -89,8 +94,12 @@ async def test_credentials_never_reach_redis(redis_conn):
 
 def make_run(run_id: str, text: str = "done", *, ended_at: int = 2_000) -> SubagentRunRecord:
     record = SubagentRunRecord.completed(
-        run_id=run_id, requester_session_key=REQUESTER, created_at=1_000, ended_at=ended_at,
-        task="inspect", result_text=text,
+        run_id=run_id,
+        requester_session_key=REQUESTER,
+        created_at=1_000,
+        ended_at=ended_at,
+        task="inspect",
+        result_text=text,
     )
     record.delivery.created_at = ended_at + 1
     return record
@@ -136,7 +145,9 @@ async def test_concurrent_leases_never_hand_out_an_item_twice(redis_url, redis_p
     try:
         stores = [RedisSteeringStore(c) for c in conns]
         for i in range(12):
-            await upsert_subagent_run(stores[0], make_run(f"run-{i:02}", "y" * 5_000, ended_at=2_000 + i))
+            await upsert_subagent_run(
+                stores[0], make_run(f"run-{i:02}", "y" * 5_000, ended_at=2_000 + i)
+            )
         got: list[str] = []
 
         async def worker(store: RedisSteeringStore) -> None:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from openclaw_runtime_redis import (
+    RedisConnection,
+    RedisLanes,
+    StaleFencingTokenError,
+    current_fences,
+)
+from openclaw_runtime_redis.sessions import RedisSessionIndex, RedisSessionStore
+
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.transcript.jsonl import encode_record
 from openclaw_runtime.transcript.store import JsonlSessionStore
-from openclaw_runtime_redis import RedisConnection, RedisLanes, StaleFencingTokenError, current_fences
-from openclaw_runtime_redis.sessions import RedisSessionIndex, RedisSessionStore
 
 pytestmark = pytest.mark.anyio
 
@@ -85,9 +91,7 @@ async def test_export_is_byte_compatible_with_the_file_store(redis_conn, tmp_pat
     await session.append_message(user("again"))
     exported = await store.export_jsonl("s4")
     # what the file store writes for the same entries: header + one encode_record line each
-    assert exported == b"".join(
-        encode_record(r) for r in [session.header, *session.get_entries()]
-    )
+    assert exported == b"".join(encode_record(r) for r in [session.header, *session.get_entries()])
     (tmp_path / "s4.jsonl").write_bytes(exported)
     files = JsonlSessionStore(tmp_path)
     opened = await files.open("s4")
@@ -97,7 +101,9 @@ async def test_export_is_byte_compatible_with_the_file_store(redis_conn, tmp_pat
     # and back: a file session imported into Redis exports to the same bytes
     await opened.append_message(user("from a file"))
     await opened.aclose()
-    other = RedisSessionStore(RedisConnection.from_url(redis_conn.settings.url, prefix=redis_conn.prefix + "imp:"))
+    other = RedisSessionStore(
+        RedisConnection.from_url(redis_conn.settings.url, prefix=redis_conn.prefix + "imp:")
+    )
     try:
         assert await other.import_jsonl((tmp_path / "s4.jsonl").read_bytes()) == "s4"
         assert await other.export_jsonl("s4") == (tmp_path / "s4.jsonl").read_bytes()
