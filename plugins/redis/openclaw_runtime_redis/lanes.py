@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
+from redis.exceptions import RedisError
 
 from openclaw_runtime import OpenClawRuntimeError
 from openclaw_runtime.backends.lanes import (
@@ -228,11 +229,20 @@ def fence_args(fences: tuple[Fence, ...]) -> tuple[list[str], list[str]]:
 class RedisLanes:
     """``LaneBackend`` on Redis: the same ``hold(...)`` as ``InProcessLanes``, across workers."""
 
-    def __init__(self, conn: RedisConnection, *, lease_ms: int = DEFAULT_LEASE_MS) -> None:
+    def __init__(
+        self,
+        conn: RedisConnection,
+        *,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        renew_every_s: float | None = None,
+    ) -> None:
         if lease_ms < 100:
             raise ValueError(f"lease_ms must be at least 100, got {lease_ms}")
         self.conn = conn
         self.lease_ms = lease_ms
+        #: Seconds between lease renewals (a third of the lease unless given; tests stretch
+        #: it to play a worker whose heartbeat stalled).
+        self.renew_every_s = lease_ms / 3000 if renew_every_s is None else renew_every_s
         self._acquire = conn.client.register_script(ACQUIRE)
         self._release = conn.client.register_script(RELEASE)
         self._renew = conn.client.register_script(RENEW)
@@ -277,11 +287,18 @@ class RedisLanes:
 
             async def renew() -> None:
                 nonlocal lost
+                renewed_at = anyio.current_time()
                 while True:
-                    await anyio.sleep(self.lease_ms / 3000)
-                    ok = await self._renew(
-                        keys=keys[:2], args=[lease_id, str(token), self.lease_ms]
-                    )
+                    await anyio.sleep(self.renew_every_s)
+                    try:
+                        ok = await self._renew(
+                            keys=keys[:2], args=[lease_id, str(token), self.lease_ms]
+                        )
+                    except (OSError, RedisError):
+                        # Redis unreachable: keep trying until the lease must have expired
+                        ok = anyio.current_time() - renewed_at < self.lease_ms / 1000
+                    else:
+                        renewed_at = anyio.current_time()
                     if not ok:
                         lost = True
                         scope.cancel()
@@ -295,6 +312,11 @@ class RedisLanes:
                             yield lease
                     finally:
                         tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                # the block's own exception, not wrapped by our renewal task group
+                if len(group.exceptions) == 1:
+                    raise group.exceptions[0] from None
+                raise
             finally:
                 if fence_token is not None:
                     _fences.reset(fence_token)

@@ -156,3 +156,12 @@ async def test_cancelled_waiter_leaves_the_queue(redis_conn):
         async with lanes.hold("session:c"):
             got.append("next")
     assert got == ["next"]
+
+
+async def test_the_blocks_own_exception_propagates_unwrapped(redis_conn):
+    lanes = RedisLanes(redis_conn)
+    with pytest.raises(KeyError, match="mine"):
+        async with lanes.hold("session:e"):
+            raise KeyError("mine")
+    async with lanes.hold("session:e"):  # and the lane was released
+        pass
