@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openclaw_runtime import ConfigurationError, hookimpl
+from openclaw_runtime.config import BackendSettings
 from openclaw_runtime.redaction import package_logger
 
 from ._conn import RedisConnection, RedisSettings
@@ -102,6 +103,9 @@ FACTORIES: dict[str, Callable[[Any], Any]] = {
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
-    """Register the Redis backend of every kind under the name ``redis``."""
+    """Register the Redis backend of every kind this core can select under ``redis``
+    (a core that predates a kind does not list it in ``[backends]``)."""
+    selectable = set(BackendSettings.model_fields)
     for kind, factory in FACTORIES.items():
-        register(kind, "redis", factory)
+        if kind in selectable:
+            register(kind, "redis", factory)
