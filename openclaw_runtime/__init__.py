@@ -25,6 +25,7 @@ from ._exceptions import (
     StreamRepairError,
     TranscriptError,
     TranscriptNotContinuableError,
+    UnknownBackendError,
     UnknownContextEngineError,
 )
 from ._markers import hookimpl
@@ -96,6 +97,7 @@ __all__ = [
     "TranscriptError",
     "TranscriptNotContinuableError",
     "TurnHandoff",
+    "UnknownBackendError",
     "UnknownContextEngineError",
     "Usage",
     "UserMessage",

@@ -9,7 +9,8 @@ Every exception the runtime raises on purpose derives from ``OpenClawRuntimeErro
     │   ├── PluginValidationError              hookimpl does not match its hookspec
     │   └── PluginConflictError                duplicate entry-point or component name
     ├── ComponentNotFoundError (LookupError)   unknown engine/sanitizer/provider/... name
-    │   └── UnknownContextEngineError
+    │   ├── UnknownContextEngineError
+    │   └── UnknownBackendError (also a ConfigurationError)   unknown ``[backends]`` name
     ├── HookError                              a hookimpl raised unexpectedly; .hook_name
     ├── RunBlockedError                        a ``before_agent_run`` hook vetoed the run
     ├── AgentBusyError                         the Agent is already running
@@ -54,6 +55,7 @@ __all__ = [
     "StreamRepairError",
     "TranscriptError",
     "TranscriptNotContinuableError",
+    "UnknownBackendError",
     "UnknownContextEngineError",
 ]
 
@@ -132,6 +134,20 @@ class UnknownContextEngineError(ComponentNotFoundError):
 
     def __init__(self, name: str, available: Iterable[str]) -> None:
         super().__init__("context engine", name, available)
+
+
+class UnknownBackendError(ComponentNotFoundError, ConfigurationError):
+    """``[backends]`` names a backend nothing registered; the message lists what is."""
+
+    def __init__(self, kind: str, name: str, available: Iterable[str]) -> None:
+        ComponentNotFoundError.__init__(self, f"{kind} backend", name, available)
+        listing = ", ".join(repr(n) for n in self.available) or "none"
+        self.args = (
+            redact(
+                f"[backends] {kind} = {name!r}: no {kind} backend of that name is registered; "
+                f"registered: {listing}"
+            ),
+        )
 
 
 class HookError(OpenClawRuntimeError):

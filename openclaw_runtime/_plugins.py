@@ -59,6 +59,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtin.context", "openclaw_runtime.builtins.context"),
     ("builtin.transcript", "openclaw_runtime.builtins.transcript"),
     ("builtin.repair", "openclaw_runtime.builtins.repair"),
+    ("builtin.backends", "openclaw_runtime.builtins.backends"),
 )
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -15,17 +15,18 @@ import logging
 import os
 import sys
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._exceptions import (
+    ComponentNotFoundError,
     ConfigurationError,
     HookError,
     OpenClawRuntimeError,
     OpenClawRuntimeWarning,
     RunBlockedError,
+    UnknownBackendError,
 )
 from ._plugins import (
     HookCall,
@@ -37,6 +38,7 @@ from ._plugins import (
 from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, ComponentRegistry, Registration
 from ._types import RunBlock
 from .agent import Agent, AgentTool
+from .backends import BACKEND_KINDS, EMBEDDED_BACKEND
 from .config import PluginSettings, RuntimeConfig
 from .containment import (
     BreakerPolicy,
@@ -55,14 +57,16 @@ from .messages import UserMessage
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
 from .repair.compose import apply_stream_repairers, guard_stream_repairers
+from .runner.services import RunServices
 from .transcript.policy import TranscriptPolicy
 from .transcript.sanitize import guard_transcript_sanitizer
+
+if TYPE_CHECKING:
+    from .backends import AuthStore, LaneBackend, Session, SessionIndex, SessionStore, SteeringStore
 
 __all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime"))
-
-BACKEND_KINDS = ("lanes", "auth_store", "session_store")
 
 
 def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
@@ -431,15 +435,8 @@ class Runtime:
         self.env: Mapping[str, str] | None = env
         self._components: Components | None = None
         self._context_slot: ContextEngineSlot | None = None
-        self._lanes: Any = None
-        self._auth_store: Any = None
-        self._session_store: Any = None
-        self._session_index: Any = None
-        self._steering_store: Any = None
-        self._open_sessions: OrderedDict[str, Any] = OrderedDict()
-        #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
-        self.max_open_sessions = 128
-        self._maintenance: dict[str, Any] = {}
+        #: The five backends and the sessions kept open between turns, handed to every run.
+        self.services = RunServices(self._backend)
         #: Context limits providers stated in overflow errors (``provider/model`` → tokens),
         #: so later runs plan with them instead of paying one failed request each.
         self.learned_context_windows: dict[str, int] = {}
@@ -603,71 +600,60 @@ class Runtime:
 
     # runs ---------------------------------------------------------------------------------------
 
-    def _backend(self, kind: str, default: Callable[[], Any]) -> Any:
+    def _backend(self, kind: str) -> Any:
+        """Build the ``[backends]`` backend of ``kind``: the embedded default when unset, else
+        the registered one of that name (plugin backends behind ``GuardedBackend``)."""
+        from .builtins.backends import EMBEDDED_FACTORIES
+
         name = getattr(self.config.backends, kind)
         if name is None:
-            return default()
-        registration = self.components.backends[kind].registration(name)
+            return EMBEDDED_FACTORIES[kind](self)
+        registry = self.components.backends[kind]
+        try:
+            registration = registry.registration(name)
+        except ComponentNotFoundError:
+            if name == EMBEDDED_BACKEND:  # the built-in plugin was blocked: still the default
+                return EMBEDDED_FACTORIES[kind](self)
+            raise UnknownBackendError(kind, name, registry.names()) from None
+        plugin = registration.plugin
+        if plugin is not None and plugin.startswith(BUILTIN_PLUGIN_PREFIX):
+            return registration.component(self)
         label = f"{kind}:{name}"
         try:
             backend = registration.component(self)
         except OpenClawRuntimeError:
             raise
         except Exception as exc:
-            raise backend_error(self.guard, registration.plugin, label, "its factory", exc) from exc
-        return GuardedBackend(backend, self.guard, registration.plugin, label)
+            raise backend_error(self.guard, plugin, label, "its factory", exc) from exc
+        return GuardedBackend(backend, self.guard, plugin, label)
 
     @property
-    def lanes(self) -> Any:
+    def lanes(self) -> LaneBackend:
         """The lane backend (``[backends] lanes``; default in-process)."""
-        if self._lanes is None:
-            from .runner.lanes import InProcessLanes
-
-            self._lanes = self._backend("lanes", InProcessLanes)
-        return self._lanes
+        return self.services.lanes
 
     @property
-    def auth_store(self) -> Any:
+    def auth_store(self) -> AuthStore:
         """The auth-profile ledger (``[backends] auth_store``; default the locked JSON file)."""
-        if self._auth_store is None:
-            from .auth.store import open_auth_profile_store
-
-            self._auth_store = self._backend(
-                "auth_store", lambda: open_auth_profile_store(self.config)
-            )
-        return self._auth_store
+        return self.services.auth_store
 
     @property
-    def session_store(self) -> Any:
-        """Where transcripts live (``<state_dir>/sessions``, one JSONL file per session).
-
-        Appends are buffered and flushed at every turn end, so a crash loses at most the turn
-        in flight and a turn costs one locked write instead of one per message.
-        """
-        if self._session_store is None:
-            from .transcript.store import JsonlSessionStore
-
-            self._session_store = self._backend(
-                "session_store",
-                lambda: JsonlSessionStore(
-                    self.sessions_dir,
-                    durability="none",
-                    # repairs (lines or a header kept aside) show up as one warning line
-                    warn=package_logger(logging.getLogger("openclaw_runtime.transcript")).warning,
-                ),
-            )
-        return self._session_store
+    def session_store(self) -> SessionStore:
+        """Where transcripts live (``[backends] session_store``; default ``<state_dir>/sessions``,
+        one JSONL file per session, appends buffered and flushed at every turn end)."""
+        return self.services.session_store
 
     @property
-    def steering_store(self) -> Any:
-        """Sub-agent results waiting for their requester's next turn
-        (``<state_dir>/subagents/runs.json``; see ``runner.steering``)."""
-        if self._steering_store is None:
-            from .runner.steering import JsonFileSteeringStore
+    def steering_store(self) -> SteeringStore:
+        """Sub-agent results waiting for their requester's next turn (``[backends]
+        steering_store``; default ``<state_dir>/subagents/runs.json``)."""
+        return self.services.steering_store
 
-            path = self.config.state_dir.expanduser() / "subagents" / "runs.json"
-            self._steering_store = JsonFileSteeringStore(path)
-        return self._steering_store
+    @property
+    def session_index(self) -> SessionIndex:
+        """Session key → session id (``[backends] session_index``; default
+        ``<state_dir>/sessions/index.json``)."""
+        return self.services.session_index
 
     @property
     def sessions_dir(self) -> Any:
@@ -675,60 +661,30 @@ class Runtime:
         return self.config.state_dir.expanduser() / "sessions"
 
     @property
-    def session_index(self) -> Any:
-        """Session key → session id (``<state_dir>/sessions/index.json``)."""
-        if self._session_index is None:
-            from .runner.session_index import SessionIndex
+    def max_open_sessions(self) -> int:
+        """How many sessions stay open between turns (least recently used closed first)."""
+        return self.services.max_open_sessions
 
-            self._session_index = SessionIndex(self.sessions_dir / "index.json")
-        return self._session_index
+    @max_open_sessions.setter
+    def max_open_sessions(self, value: int) -> None:
+        self.services.max_open_sessions = value
 
-    async def checkout_session(self, session_id: str, *, cwd: str) -> Any:
-        """An open ``SessionManager`` for a run: the one kept from the session's last turn
-        (refreshed with whatever other processes appended), else opened from disk."""
-        cached = self._open_sessions.pop(session_id, None)
-        if cached is not None:
-            try:
-                await cached.refresh()
-            except OpenClawRuntimeError:
-                await cached.aclose()
-            else:
-                return cached
-        return await self.session_store.open_or_create(session_id, cwd=cwd)
+    async def checkout_session(self, session_id: str, *, cwd: str) -> Session:
+        """``services.checkout_session``: an open session for a run."""
+        return await self.services.checkout_session(session_id, cwd=cwd)
 
-    async def checkin_session(self, session: Any) -> None:
-        """Keep a session open for its next turn (least recently used ones are closed)."""
-        await session.flush()
-        key = session.session_id
-        previous = self._open_sessions.pop(key, None)
-        if previous is not None and previous is not session:
-            await previous.aclose()
-        self._open_sessions[key] = session
-        while len(self._open_sessions) > self.max_open_sessions:
-            _, oldest = self._open_sessions.popitem(last=False)
-            await oldest.aclose()
+    async def checkin_session(self, session: Session) -> None:
+        """``services.checkin_session``: keep a session open for its next turn."""
+        await self.services.checkin_session(session)
 
     async def wait_for_session_maintenance(self, session_id: str) -> None:
-        """Wait for deferred transcript maintenance of ``session_id`` to finish, so the next
-        turn reads what it wrote."""
-        pending = self._maintenance.get(session_id)
-        if pending is not None:
-            await pending.wait()
+        """``services.wait_for_session_maintenance``."""
+        await self.services.wait_for_session_maintenance(session_id)
 
     def defer_session_maintenance(self, session_id: str) -> Callable[[], None]:
-        """Announce background maintenance of ``session_id``; call the returned function
-        when it is done. Runs of that session wait for it before queueing."""
-        import anyio
-
-        event = anyio.Event()
-        self._maintenance[session_id] = event
-
-        def done() -> None:
-            event.set()
-            if self._maintenance.get(session_id) is event:
-                del self._maintenance[session_id]
-
-        return done
+        """``services.defer_session_maintenance``: runs of the session wait until the
+        returned function is called."""
+        return self.services.defer_session_maintenance(session_id)
 
     async def run(
         self,
@@ -903,9 +859,7 @@ class Runtime:
     async def aclose(self) -> None:
         """``close()``, and close the HTTP clients of providers that hold them and the
         sessions kept open between turns."""
-        while self._open_sessions:
-            _, session = self._open_sessions.popitem()
-            await session.aclose()
+        await self.services.close_sessions()
         if self._components is not None:
             for registration in self._components.providers.registrations():
                 owner = getattr(registration.component, "__self__", None)

@@ -41,6 +41,7 @@ class RegisterModel(Protocol):
 
 
 class RegisterBackend(Protocol):
-    """``register(kind, name, factory)``: contribute a lane, auth-store or session backend."""
+    """``register(kind, name, factory)``: contribute a backend of one of the five kinds
+    (``openclaw_runtime.backends.BACKEND_KINDS``)."""
 
     def __call__(self, kind: str, name: str, factory: Callable[..., Any], /) -> None: ...

@@ -167,10 +167,13 @@ class AuthSettings(_Section):
 
 
 class BackendSettings(_Section):
-    """``[backends]``: which registered backend serves each kind (default: built-in)."""
+    """``[backends]``: which registered backend serves each kind (unset: the embedded
+    default, also registered as ``"embedded"``; see docs/backends.md)."""
 
     lanes: str | None = None
     auth_store: str | None = None
+    steering_store: str | None = None
+    session_index: str | None = None
     session_store: str | None = None
 
 

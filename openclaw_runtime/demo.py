@@ -221,11 +221,12 @@ def _summary(
     runtime: Runtime,
     server: FaultInjectingOpenAIServer,
     results: list[RunResult],
+    ledger_state: Any,
     state_dir: Path,
     seconds: float,
 ) -> dict[str, Any]:
     """What the demo leaves behind: transcript, ledger, usage, what the server saw."""
-    ledger = profile_rows(runtime.config, runtime.auth_store.load_sync())
+    ledger = profile_rows(runtime.config, ledger_state)
     served: dict[str, int] = {}
     for request in server.requests:
         served[request.outcome] = served.get(request.outcome, 0) + 1
@@ -301,12 +302,15 @@ def run_demo(*, as_json: bool = False, state_dir: Path | None = None) -> dict[st
             )
             click.echo("  keys    demo:primary → rate limited, demo:backup → ok")
 
-        async def main() -> list[RunResult]:
+        async def main() -> tuple[list[RunResult], Any]:
             async with runtime:
-                return await _session(runtime, server, out)
+                results = await _session(runtime, server, out)
+                return results, await runtime.auth_store.load()
 
-        results = anyio.run(main)
-        summary = _summary(runtime, server, results, state, time.perf_counter() - started)
+        results, ledger_state = anyio.run(main)
+        summary = _summary(
+            runtime, server, results, ledger_state, state, time.perf_counter() - started
+        )
     if as_json:
         out.json({"type": "demo_summary", **summary})
     else:

@@ -305,10 +305,15 @@ def register_models(register: RegisterModel) -> None:
 
 @hookspec
 def register_backends(register: RegisterBackend) -> None:
-    """Contribute storage and coordination backends (lanes, auth profiles, sessions).
+    """Contribute storage and coordination backends (lanes, ledger, steering, sessions).
 
     Called once per runtime. ``register(kind, name, factory)`` where ``kind`` is ``lanes``,
-    ``auth_store`` or ``session_store``; config selects a backend of each kind by name.
+    ``auth_store``, ``steering_store``, ``session_index`` or ``session_store`` and
+    ``factory(runtime)`` builds an object meeting that kind's protocol
+    (``openclaw_runtime.backends``); ``[backends]`` selects a backend of each kind by name
+    (unset: the embedded default, registered as ``embedded``). An unknown name raises
+    ``UnknownBackendError`` listing the registered ones. Plugin backends run behind the
+    containment guard; prove one with the contract suites in ``openclaw_runtime.testing``.
 
     :param register: the registration callback.
     :returns: nothing.

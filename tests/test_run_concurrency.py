@@ -371,7 +371,7 @@ async def test_concurrent_runs_of_one_session_key_share_one_session(tmp_path: Pa
                 tg.start_soon(run, 1)
                 await logs[1].wait_for("lane_wait", kind="session")
                 release.set()
-        bound = runtime.session_index.lookup_id("telegram:4711")
+        bound = await runtime.session_index.lookup_id("telegram:4711")
 
     for n, result in results.items():
         assert_well_formed(result, logs[n])

@@ -343,20 +343,20 @@ def set_aside_contents(folder: Path) -> list[str]:
 @pytest.mark.anyio
 async def test_session_index_binds_and_backfills(tmp_path: Path) -> None:
     index = SessionIndex(tmp_path / "index.json")
-    assert index.lookup_id("k") is None and index.lookup_key("s1") is None
+    assert await index.lookup_id("k") is None and await index.lookup_key("s1") is None
     await index.bind("telegram:1", "s1")
     await index.bind("telegram:1", "s1")  # idempotent
     await index.bind("slack:9", "s2")
-    assert index.lookup_id("telegram:1") == "s1"
-    assert index.lookup_key("s2") == "slack:9"
+    assert await index.lookup_id("telegram:1") == "s1"
+    assert await index.lookup_key("s2") == "slack:9"
     other = SessionIndex(tmp_path / "index.json")  # another process sees the same
-    assert other.entries().keys() == {"telegram:1", "slack:9"}
+    assert (await other.entries()).keys() == {"telegram:1", "slack:9"}
     # a damaged index is set aside (kept byte for byte) and starts empty
     (tmp_path / "index.json").write_text("{not json")
-    assert SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") is None
+    assert await SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") is None
     assert set_aside_contents(tmp_path) == ["{not json"]
     await index.bind("telegram:1", "s3")
-    assert SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") == "s3"
+    assert await SessionIndex(tmp_path / "index.json").lookup_id("telegram:1") == "s3"
 
 
 @pytest.mark.anyio

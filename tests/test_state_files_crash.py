@@ -191,9 +191,9 @@ def test_the_session_index_survives_every_cut_and_corruption(state_files: StateF
 
     def load() -> None:
         index = SessionIndex(path)
-        index.lookup_id("chat:1")
-        index.lookup_key("anything")
-        index.entries()
+        index.lookup_id_sync("chat:1")
+        index.lookup_key_sync("anything")
+        index.entries_sync()
 
     def use() -> None:
         anyio.run(SessionIndex(path).bind, "chat:3", "s3")

@@ -143,7 +143,7 @@ def test_temps_of_killed_writers_are_removed_when_each_store_opens(tmp_path):
         JsonFileAuthProfileStore(targets["auth"]).load_sync()
         (kept,) = temps(state)  # the killed writer's temp is gone, the live one's is not
         assert temp_writer(kept) == ("auth-profiles.json", live.pid)
-        SessionIndex(targets["index"]).entries()
+        SessionIndex(targets["index"]).entries_sync()
         JsonFileSteeringStore(targets["steering"]).load_sync()
         assert temps(state / "subagents") == []
         assert len(temps(state / "sessions")) == 1  # the transcript's: its store not opened yet

@@ -529,7 +529,7 @@ async def test_store_creates_opens_and_never_leaves_its_folder(tmp_path):
     store = JsonlSessionStore(tmp_path / "sessions", now=Clock())
     created = await store.create("abc", cwd="/w")
     await created.append_message(UserMessage(content="hi", timestamp=1))
-    assert store.exists("abc")
+    assert await store.exists("abc")
     reopened = await store.open_or_create("abc", cwd="/elsewhere")
     assert len(reopened.get_entries()) == 1
     fresh = await store.open_or_create("def", cwd="/w")

@@ -166,17 +166,17 @@ def _has_key(config: RuntimeConfig, provider: str) -> bool:
     return any(p.provider == provider for p in stored)
 
 
-def find_session(runtime: Runtime, id_or_key: str) -> tuple[str, str | None]:
+async def find_session(runtime: Runtime, id_or_key: str) -> tuple[str, str | None]:
     """``(session id, session key)`` of a stored session named by its id or its key."""
     store, index = runtime.session_store, runtime.session_index
     try:
         session_id: str | None = validate_session_id(id_or_key)
     except InvalidSessionIdError:
         session_id = None
-    if session_id is not None and store.exists(session_id):
-        return session_id, index.lookup_key(session_id)
-    by_key = index.lookup_id(id_or_key)
-    if by_key is not None and store.exists(by_key):
+    if session_id is not None and await store.exists(session_id):
+        return session_id, await index.lookup_key(session_id)
+    by_key = await index.lookup_id(id_or_key)
+    if by_key is not None and await store.exists(by_key):
         return by_key, id_or_key
     raise ConfigurationError(
         f"no session with id or key {id_or_key!r} in {runtime.sessions_dir} "

@@ -87,7 +87,7 @@ async def _loop(config: RuntimeConfig, state: _Chat) -> None:
     interactive = sys.stdin.isatty()
     async with Runtime(config) as runtime:
         if state.session_id is None and state.session_key is not None:
-            state.session_id = runtime.session_index.lookup_id(state.session_key)
+            state.session_id = await runtime.session_index.lookup_id(state.session_key)
         if state.session_id is None:
             state.session_id = uuid.uuid4().hex
         if interactive:
@@ -137,13 +137,15 @@ async def _command(runtime: Runtime, state: _Chat, text: str) -> bool:
         state.session_id = uuid.uuid4().hex
         click.echo(f"new session {state.session_id}")
     elif name == "/session":
-        path = runtime.session_store.path_for(session_id)
-        key = state.session_key or runtime.session_index.lookup_key(session_id)
+        store = runtime.session_store
+        key = state.session_key or await runtime.session_index.lookup_key(session_id)
         click.echo(f"session {session_id}" + (f" (key {key})" if key else ""))
-        written = "" if path.exists() else " (not written yet)"
-        click.echo(f"transcript: {path}{written}")
+        locate = getattr(store, "path_for", None)  # file stores say where; others by name
+        where = locate(session_id) if locate is not None else runtime.config.backends.session_store
+        written = "" if await store.exists(session_id) else " (not written yet)"
+        click.echo(f"transcript: {where}{written}")
     elif name == "/compact":
-        if not runtime.session_store.exists(session_id):
+        if not await runtime.session_store.exists(session_id):
             click.echo("nothing to compact yet: the session has no transcript")
         else:
             result = await runtime.compact_session(session_id, session_key=state.session_key)

@@ -21,6 +21,7 @@ import click
 
 from .._exceptions import TranscriptError
 from .._runtime import Runtime
+from ..backends import Session
 from ..context.engine import CompactResult
 from ..redaction import redact
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
@@ -103,7 +104,7 @@ def _session_row(session_id: str, path: Path, key: str | None) -> dict[str, Any]
 def list_sessions(ctx: click.Context, as_json: bool) -> None:
     """Every stored session, most recently updated first: id, key, messages, update, size."""
     runtime = Runtime(load_config(ctx))
-    keys = _keys_by_session(runtime.session_index.entries())
+    keys = _keys_by_session(anyio.run(runtime.session_index.entries))
     rows = [
         _session_row(session_id, path, keys.get(session_id))
         for session_id, path in _session_files(runtime.sessions_dir)
@@ -144,9 +145,14 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
 def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bool) -> None:
     """The transcript of a session (by id or key): its active branch, readable."""
     runtime = Runtime(load_config(ctx))
-    session_id, key = find_session(runtime, id_or_key)
-    path = runtime.session_store.path_for(session_id)
-    manager = SessionManager.open_sync(path, repair=False)
+
+    async def read() -> tuple[str, str | None, Session]:
+        session_id, key = await find_session(runtime, id_or_key)
+        manager = await runtime.session_store.open(session_id, repair=False)
+        return session_id, key, manager
+
+    session_id, key, manager = anyio.run(read)
+    path = manager.path
     branch = manager.get_branch()
     active = {entry["id"] for entry in branch}
     entries = [e for e in manager.get_entries() if e["type"] != "leaf"] if show_all else branch
@@ -339,7 +345,7 @@ def compact(
 
     async def go() -> tuple[str, CompactResult]:
         async with Runtime(config) as runtime:
-            session_id, key = find_session(runtime, id_or_key)
+            session_id, key = await find_session(runtime, id_or_key)
             result = await runtime.compact_session(
                 session_id, session_key=key, model=model, custom_instructions=instructions
             )

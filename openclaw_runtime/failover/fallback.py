@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from .._exceptions import (
     ConfigurationError,
@@ -38,9 +38,6 @@ from .events import (
 )
 from .policy import FailoverDecision, resolve_model_fallback_decision
 from .reasons import FAILOVER_REASONS, FailoverClassification, FailoverReason, FailoverSignal
-
-if TYPE_CHECKING:
-    from .._runtime import Hooks
 
 __all__ = [
     "Classifier",
@@ -249,7 +246,15 @@ class _RejectionLike(Protocol):
 ResultClassifier: TypeAlias = Callable[[Any, ModelCandidate], "_RejectionLike | None"]
 
 
-def hook_classifier(hooks: Hooks) -> Classifier:
+class ClassifyingHooks(Protocol):
+    """What ``hook_classifier`` needs of the runtime's hooks (``Runtime.hooks``)."""
+
+    def classify_failover(
+        self, signal: FailoverSignal
+    ) -> tuple[FailoverClassification | None, str | None]: ...
+
+
+def hook_classifier(hooks: ClassifyingHooks) -> Classifier:
     """Classify through the runtime's ``classify_failover`` plugin chain (faults are skipped
     and recorded by the runtime)."""
 

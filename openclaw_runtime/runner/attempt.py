@@ -25,6 +25,7 @@ from ..abort import AbortController, AbortSignal
 from ..agent.loop import run_agent_loop, run_agent_loop_continue
 from ..agent.tools import AgentTool
 from ..agent.types import AgentContext, AgentLoopConfig, TurnContext
+from ..backends import Session
 from ..context import (
     MidTurnPrecheckOptions,
     estimate_llm_boundary_token_pressure,
@@ -54,7 +55,6 @@ from ..messages import (
     UserMessage,
 )
 from ..transcript import TranscriptPolicy
-from ..transcript.store import SessionManager
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
 from .payloads import ToolMeta
@@ -155,7 +155,7 @@ class AttemptSpec:
     """Everything one attempt needs; the loop builds it."""
 
     attempt: int
-    session: SessionManager
+    session: Session
     session_id: str
     session_key: str | None
     model: Model

@@ -179,7 +179,7 @@ class ModelAttemptLoop:
         )
         self.sanitizers = runtime.transcript_sanitizers()
         self.auth = AuthController(
-            store=runtime.auth_store,
+            store=run.services.auth_store,
             settings=config.auth,
             provider=model.provider,
             model_id=model.id,
@@ -827,7 +827,7 @@ class ModelAttemptLoop:
             return
         mark_embedded_run_auth_profile_success(
             run.task_group,
-            auth.scoped or run.runtime.auth_store,
+            auth.scoped or run.services.auth_store,
             auth.current,
             self.model.provider,
             run_id=run.run_id,

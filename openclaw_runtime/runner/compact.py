@@ -21,13 +21,13 @@ from .lane_policy import resolve_session_lane
 from .session_ops import compact_with_engine
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .services import RunHost
 
 __all__ = ["compact_session_queued"]
 
 
 async def compact_session_queued(
-    runtime: Runtime,
+    runtime: RunHost,
     *,
     session_id: str | None = None,
     session_key: str | None = None,
@@ -36,15 +36,16 @@ async def compact_session_queued(
     custom_instructions: str | None = None,
 ) -> CompactResult:
     """Compact a stored session now (waiting for its lane first)."""
-    index = runtime.session_index
+    services = runtime.services
+    index = services.session_index
     if session_id is None and session_key is not None:
-        session_id = index.lookup_id(session_key)
+        session_id = await index.lookup_id(session_key)
     if session_id is None:
         raise ConfigurationError("compact needs a session id or a known session key")
     session_id = validate_session_id(session_id)
-    if not runtime.session_store.exists(session_id):
+    if not await services.session_store.exists(session_id):
         raise ConfigurationError(f"session {session_id!r} does not exist")
-    key = session_key or index.lookup_key(session_id)
+    key = session_key or await index.lookup_key(session_id)
     config = runtime.config
     aliases = {**runtime.models.aliases(), **config.agent.model_aliases}
     ref = resolve_initial_run_model_ref(
@@ -56,7 +57,7 @@ async def compact_session_queued(
     resolved = runtime.resolve_model(ref)
     api_key: str | None = None
     auth = AuthController(
-        store=runtime.auth_store,
+        store=services.auth_store,
         settings=config.auth,
         provider=resolved.provider,
         model_id=resolved.id,
@@ -73,8 +74,8 @@ async def compact_session_queued(
     ).tokens
     engine = await runtime.resolve_context_engine()
     summary = [SummaryModel(resolved, runtime.stream_fn_for(resolved), api_key)]
-    async with runtime.lanes.hold(resolve_session_lane(key or session_id), priority="foreground"):
-        session = await runtime.session_store.open_or_create(session_id, cwd=os.getcwd())
+    async with services.lanes.hold(resolve_session_lane(key or session_id), priority="foreground"):
+        session = await services.session_store.open_or_create(session_id, cwd=os.getcwd())
         try:
             result: Any = await compact_with_engine(
                 engine,

@@ -55,7 +55,7 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..redaction import package_logger, redact_event
 from ..transcript import validate_session_id
-from ..transcript.store import SessionManager
+from ..transcript.store import entry_message
 from .attempt import AttemptOutcome, collect_attempt_facts
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .attempt_loop import DEFAULT_RESERVE_TOKENS, ModelAttemptLoop
@@ -95,7 +95,6 @@ from .request import RunErrorInfo, RunRequest, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .session_ops import set_aside_failed_tail
 from .steering import (
-    JsonFileSteeringStore,
     SteeringLease,
     ack_leased_agent_steering_items,
     lease_pending_agent_steering_items,
@@ -104,7 +103,8 @@ from .steering import (
 )
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from ..backends import Session
+    from .services import RunHost
 
 __all__ = ["RunEventCallback", "RunFailoverError", "run_embedded_agent"]
 
@@ -114,7 +114,7 @@ RunEventCallback = Callable[[Event], Awaitable[None] | None]
 
 
 async def run_embedded_agent(
-    runtime: Runtime, request: RunRequest, *, on_event: RunEventCallback | None = None
+    runtime: RunHost, request: RunRequest, *, on_event: RunEventCallback | None = None
 ) -> RunResult:
     """Run one agent turn for ``request``; see the module docstring. Provider failures end
     as an error outcome with an error payload, never as an exception; bad input (an unknown
@@ -127,9 +127,10 @@ class _Run:
     """State of one run; the methods are its phases."""
 
     def __init__(
-        self, runtime: Runtime, request: RunRequest, on_event: RunEventCallback | None
+        self, runtime: RunHost, request: RunRequest, on_event: RunEventCallback | None
     ) -> None:
         self.runtime = runtime
+        self.services = runtime.services
         self.request = request
         self.config = runtime.config
         self.on_event = on_event
@@ -140,7 +141,7 @@ class _Run:
         self.usage = UsageAccumulator()
         self.total_attempts = 0
         self.total_compactions = 0
-        self.session: SessionManager | None = None
+        self.session: Session | None = None
         self.engine: Any = None
         self.heartbeats: list[Callable[[], None]] = []
         self.run_entry_ids: set[str] = set()
@@ -225,19 +226,19 @@ class _Run:
 
     # entry --------------------------------------------------------------------------------
 
-    def _resolve_entry(self) -> None:
+    async def _resolve_entry(self) -> None:
         request, config = self.request, self.config
-        index = self.runtime.session_index
+        index = self.services.session_index
         key = (request.session_key or "").strip() or None
         session_id = (request.session_id or "").strip() or None
         if session_id is None and key is not None:
-            session_id = index.lookup_id(key)
+            session_id = await index.lookup_id(key)
         # a key seen for the first time is claimed atomically before anything else runs
         self.claim_key = session_id is None and key is not None
         if session_id is None:
             session_id = uuid.uuid4().hex
         if key is None:
-            key = index.lookup_key(session_id)
+            key = await index.lookup_key(session_id)
         self.session_id = validate_session_id(session_id)
         self.session_key = key
 
@@ -290,10 +291,10 @@ class _Run:
             return await self._execute()
 
     async def _execute(self) -> RunResult:
-        self._resolve_entry()
+        await self._resolve_entry()
         if self.claim_key:
             assert self.session_key is not None
-            self.session_id = await self.runtime.session_index.claim(
+            self.session_id = await self.services.session_index.claim(
                 self.session_key, self.session_id
             )
         request = self.request
@@ -378,7 +379,7 @@ class _Run:
         )
 
     async def _in_lanes(self) -> RunResult:
-        runtime, request = self.runtime, self.request
+        request = self.request
         priority = resolve_embedded_run_session_queue_priority(
             request.trigger, request.input_provenance
         )
@@ -386,8 +387,9 @@ class _Run:
         lane_timeout_s = resolve_embedded_run_lane_timeout_ms(timeout_ms) / 1000
         session_lane = resolve_session_lane(self.session_key or self.session_id)
         global_lane = resolve_global_lane(request.lane)
-        lanes = runtime.lanes
-        await runtime.wait_for_session_maintenance(self.session_id)
+        services = self.services
+        lanes = services.lanes
+        await services.wait_for_session_maintenance(self.session_id)
         await self.emit(LaneWait(session_lane, "session", priority))
         async with lanes.hold(
             session_lane, capacity=1, priority=priority, timeout_s=lane_timeout_s
@@ -408,14 +410,14 @@ class _Run:
                     self.heartbeats = []
 
     async def _with_session(self) -> RunResult:
-        runtime = self.runtime
-        session = await runtime.checkout_session(self.session_id, cwd=os.getcwd())
+        services = self.services
+        session = await services.checkout_session(self.session_id, cwd=os.getcwd())
         self.session = session
         self.start_leaf_id = session.get_leaf_id()
         try:
             if self.session_key:
-                await runtime.session_index.bind(self.session_key, self.session_id)
-            self.engine = await runtime.resolve_context_engine()
+                await services.session_index.bind(self.session_key, self.session_id)
+            self.engine = await self.runtime.resolve_context_engine()
             lease = await self._lease_steering()
             result: RunResult | None = None
             try:
@@ -431,14 +433,12 @@ class _Run:
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
-                await runtime.checkin_session(session)
+                await services.checkin_session(session)
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as
         data (never as instructions) and are acked only if the turn succeeds."""
-        store = self.runtime.steering_store
-        if isinstance(store, JsonFileSteeringStore) and not store.path.exists():
-            return None  # nothing was ever queued: no lock, no read
+        store = self.services.steering_store
         requester = self.session_key or self.session_id
         lease = await lease_pending_agent_steering_items(store, requester, time.time() * 1000)
         if lease is not None:
@@ -448,7 +448,7 @@ class _Run:
     async def _settle_steering(self, lease: SteeringLease, result: RunResult | None) -> None:
         """Ack on success; otherwise hand the items back for the next turn (none is lost,
         none is delivered twice)."""
-        store = self.runtime.steering_store
+        store = self.services.steering_store
         if result is not None and result.ok:
             await ack_leased_agent_steering_items(store, lease, now_ms=time.time() * 1000)
         else:
@@ -509,7 +509,7 @@ class _Run:
             if entry.get("id") in wanted:
                 remaining -= 1
                 if entry.get("type") == "message":
-                    message = session._cached_message(entry)
+                    message = entry_message(entry)
                     if message is not None:
                         out.append(message)
             elif entry.get("id") == self.start_leaf_id:
@@ -784,7 +784,7 @@ class _Run:
         if known is not None:
             return known
         auth = AuthController(
-            store=self.runtime.auth_store,
+            store=self.services.auth_store,
             settings=self.config.auth,
             provider=model.provider,
             model_id=model.id,

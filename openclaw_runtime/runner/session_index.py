@@ -26,7 +26,7 @@ from filelock import FileLock
 from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
 from ..redaction import package_logger
 
-__all__ = ["SessionIndex", "SessionIndexEntry"]
+__all__ = ["JsonFileSessionIndex", "SessionIndex", "SessionIndexEntry"]
 
 T = TypeVar("T")
 SessionIndexEntry = dict[str, Any]
@@ -61,8 +61,10 @@ def _updated_at(entry: SessionIndexEntry) -> float:
     return 0.0
 
 
-class SessionIndex:
-    """``key → {"sessionId", "updatedAt"}``, shared through a locked JSON file."""
+class JsonFileSessionIndex:
+    """``key → {"sessionId", "updatedAt"}``, shared through a locked JSON file (the embedded
+    ``SessionIndex`` backend). The ``*_sync`` lookups are the blocking forms (one ``stat`` when
+    the file did not change); the async ones are the ``backends.SessionIndex`` protocol."""
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.path = Path(path)
@@ -115,13 +117,13 @@ class SessionIndex:
             self._cache = None
             return result
 
-    def lookup_id(self, session_key: str) -> str | None:
+    def lookup_id_sync(self, session_key: str) -> str | None:
         """The session id bound to ``session_key``."""
         entry = self._read().get(session_key)
         value = entry.get("sessionId") if entry else None
         return value if isinstance(value, str) else None
 
-    def lookup_key(self, session_id: str) -> str | None:
+    def lookup_key_sync(self, session_id: str) -> str | None:
         """The (most recently updated) key bound to ``session_id`` — the backfill."""
         best: tuple[float, str] | None = None
         for key, entry in self._read().items():
@@ -131,15 +133,27 @@ class SessionIndex:
                     best = (updated, key)
         return best[1] if best else None
 
-    def entries(self) -> dict[str, SessionIndexEntry]:
+    def entries_sync(self) -> dict[str, SessionIndexEntry]:
         """A copy of the whole index."""
         return {key: dict(value) for key, value in self._read().items()}
+
+    async def lookup_id(self, session_key: str) -> str | None:
+        """The session id bound to ``session_key``."""
+        return self.lookup_id_sync(session_key)
+
+    async def lookup_key(self, session_id: str) -> str | None:
+        """The (most recently updated) key bound to ``session_id`` — the backfill."""
+        return self.lookup_key_sync(session_id)
+
+    async def entries(self) -> dict[str, SessionIndexEntry]:
+        """A copy of the whole index."""
+        return self.entries_sync()
 
     async def claim(self, session_key: str, session_id: str) -> str:
         """Bind ``session_key`` to ``session_id`` unless it is already bound; returns the id
         the key points at afterwards. Atomic across processes, so two first turns of one
         conversation arriving together end up in the same session."""
-        bound = self.lookup_id(session_key)
+        bound = self.lookup_id_sync(session_key)
         if bound is not None:
             return bound
 
@@ -163,3 +177,7 @@ class SessionIndex:
             index[session_key] = {"sessionId": session_id, "updatedAt": int(time.time() * 1000)}
 
         await anyio.to_thread.run_sync(self._update_sync, update)
+
+
+#: The embedded index under its earlier name.
+SessionIndex = JsonFileSessionIndex

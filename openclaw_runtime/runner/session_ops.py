@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..abort import AbortSignal
+from ..backends import Session
 from ..context import truncate_oversized_tool_results_in_messages
 from ..context.compaction import (
     DEFAULT_SUMMARY_MAX_TOKENS,
@@ -27,7 +28,7 @@ from ..context.compaction import (
 from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeContext
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
-from ..transcript.store import SessionManager, entry_message
+from ..transcript.store import entry_message
 
 __all__ = [
     "TruncationOutcome",
@@ -39,14 +40,14 @@ __all__ = [
 ]
 
 
-def branch_messages_with_entries(session: SessionManager) -> list[tuple[dict[str, Any], Any]]:
+def branch_messages_with_entries(session: Session) -> list[tuple[dict[str, Any], Any]]:
     """(entry, message) for every message of the active context, in order."""
     return messages_with_entries(session, session.get_branch())
 
 
 async def compact_with_engine(
     engine: Any,
-    session: SessionManager,
+    session: Session,
     summary_models: Sequence[SummaryModel],
     *,
     session_key: str | None,
@@ -115,7 +116,7 @@ class TruncationOutcome:
 
 
 async def truncate_oversized_tool_results_in_session(
-    session: SessionManager, context_window_tokens: int
+    session: Session, context_window_tokens: int
 ) -> TruncationOutcome:
     """Cut oversized tool results on the active branch (OpenClaw's
     ``truncateOversizedToolResultsInSession``)."""
@@ -138,7 +139,7 @@ def _is_failed_turn(message: Any) -> bool:
     return isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted")
 
 
-async def set_aside_failed_tail(session: SessionManager) -> int:
+async def set_aside_failed_tail(session: Session) -> int:
     """Move the leaf before trailing failed turns; returns how many messages were set aside.
 
     A failed turn is an ``error``/``aborted`` assistant message, plus the hidden
@@ -178,7 +179,7 @@ async def set_aside_failed_tail(session: SessionManager) -> int:
     return moved
 
 
-async def set_aside_orphan_user_message(session: SessionManager) -> bool:
+async def set_aside_orphan_user_message(session: Session) -> bool:
     """A trailing user message left by a run that died before answering: move the leaf
     before it so the new prompt does not follow another user turn."""
     branch = session.get_branch()

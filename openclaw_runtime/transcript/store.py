@@ -75,7 +75,7 @@ from .repair import (
     write_backup,
     write_repair,
 )
-from .session_ids import session_file_path, validate_session_id
+from .session_ids import InvalidSessionIdError, session_file_path, validate_session_id
 
 __all__ = [
     "JsonlSessionStore",
@@ -1299,9 +1299,31 @@ class JsonlSessionStore:
         """The file of a session id (``InvalidSessionIdError`` for unsafe ids)."""
         return session_file_path(self.sessions_dir, session_id)
 
-    def exists(self, session_id: str) -> bool:
+    def exists_sync(self, session_id: str) -> bool:
         """Whether the session has a file."""
         return self.path_for(session_id).is_file()
+
+    async def exists(self, session_id: str) -> bool:
+        """Whether the session has a file."""
+        return self.exists_sync(session_id)
+
+    def list_ids_sync(self) -> list[str]:
+        """Every session id with a file, sorted (checkpoints and foreign files skipped)."""
+        if not self.sessions_dir.is_dir():
+            return []
+        out = []
+        for path in sorted(self.sessions_dir.glob("*.jsonl")):
+            if path.name.endswith(".invalid.jsonl") or not path.is_file():
+                continue
+            try:
+                out.append(validate_session_id(path.stem))
+            except InvalidSessionIdError:
+                continue
+        return out
+
+    async def list_ids(self) -> list[str]:
+        """Every stored session id (sorted)."""
+        return await anyio.to_thread.run_sync(self.list_ids_sync)
 
     async def create(
         self, session_id: str, *, cwd: str, parent_session: str | None = None

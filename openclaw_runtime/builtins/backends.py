@@ -1,0 +1,83 @@
+"""Built-in plugin ``builtin.backends``: the embedded default of every backend kind.
+
+Registered under the name ``embedded`` (``EMBEDDED_BACKEND``), so a config can name the
+default explicitly (``[backends] lanes = "embedded"``) and ``openclaw-runtime plugins`` lists
+it beside plugin backends. A kind left unset in ``[backends]`` uses the same factories.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .._markers import hookimpl
+from .._types import RegisterBackend
+from ..backends import EMBEDDED_BACKEND
+from ..redaction import package_logger
+
+__all__ = ["EMBEDDED_FACTORIES", "register_backends"]
+
+
+# the implementations are imported when first built: plugin loading stays cheap
+
+
+def _lanes(runtime: Any) -> Any:
+    """Lanes of this process."""
+    from ..runner.lanes import InProcessLanes
+
+    return InProcessLanes()
+
+
+def _auth_store(runtime: Any) -> Any:
+    """The locked JSON ledger (``auth.store_path`` or ``<state_dir>/auth-profiles.json``)."""
+    from ..auth.store import open_auth_profile_store
+
+    return open_auth_profile_store(runtime.config)
+
+
+def _steering_store(runtime: Any) -> Any:
+    """``<state_dir>/subagents/runs.json`` under a file lock."""
+    from ..runner.steering import JsonFileSteeringStore
+
+    return JsonFileSteeringStore(runtime.config.state_dir.expanduser() / "subagents" / "runs.json")
+
+
+def _session_index(runtime: Any) -> Any:
+    """``<state_dir>/sessions/index.json`` under a file lock."""
+    from ..runner.session_index import JsonFileSessionIndex
+
+    return JsonFileSessionIndex(runtime.sessions_dir / "index.json")
+
+
+def _session_store(runtime: Any) -> Any:
+    """One JSONL file per session in ``<state_dir>/sessions``.
+
+    Appends are buffered and flushed at every turn end, so a crash loses at most the turn in
+    flight and a turn costs one locked write instead of one per message.
+    """
+    from ..transcript.store import JsonlSessionStore
+
+    return JsonlSessionStore(
+        runtime.sessions_dir,
+        durability="none",
+        # repairs (lines or a header kept aside) show up as one warning line
+        warn=package_logger(logging.getLogger("openclaw_runtime.transcript")).warning,
+    )
+
+
+#: kind → factory(runtime) of the embedded default.
+EMBEDDED_FACTORIES: dict[str, Callable[[Any], Any]] = {
+    "lanes": _lanes,
+    "auth_store": _auth_store,
+    "steering_store": _steering_store,
+    "session_index": _session_index,
+    "session_store": _session_store,
+}
+
+
+@hookimpl(trylast=True)
+def register_backends(register: RegisterBackend) -> None:
+    """Every kind's embedded default, named ``embedded``."""
+    for kind, factory in EMBEDDED_FACTORIES.items():
+        register(kind, EMBEDDED_BACKEND, factory)

@@ -1,0 +1,238 @@
+"""What a run needs from its host, as types the runner owns: ``RunServices`` and ``RunHost``.
+
+The runner reaches shared state only through the five backend protocols (``backends``) and
+asks its host only for what ``RunHost`` names (config, hooks, models, providers, the context
+engine). The ``Runtime`` is one such host; the runner never imports it, which is what keeps
+the layers pointing down (runner ← Runtime) with no import circle.
+
+``RunServices`` holds the five backends and the sessions kept open between turns. Backends
+are built on first use, from the host's factory: a plugin backend whose factory fails fails the
+run that needed it (as a run error naming the plugin), not every run that did not.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import anyio
+
+from .._exceptions import OpenClawRuntimeError
+from ..backends import BACKEND_KINDS
+
+if TYPE_CHECKING:
+    from .._registry import Registration
+    from .._types import RunBlock
+    from ..backends import (
+        AuthStore,
+        LaneBackend,
+        Session,
+        SessionIndex,
+        SessionStore,
+        SteeringStore,
+    )
+    from ..config import RuntimeConfig
+    from ..containment import PluginFault
+    from ..events import Event
+    from ..failover.reasons import FailoverClassification, FailoverSignal
+    from ..llm import Model, StreamFn
+    from ..providers.registry import ModelRegistry
+    from ..transcript.policy import TranscriptPolicy
+
+__all__ = ["RunHooks", "RunHost", "RunServices"]
+
+
+class RunHooks(Protocol):
+    """The plugin calls a run makes (``Runtime.hooks``; every call guarded by the host)."""
+
+    @property
+    def observes_events(self) -> bool: ...
+
+    def before_agent_run(
+        self,
+        *,
+        session_id: str | None,
+        session_key: str | None,
+        prompt: str,
+        provider: str,
+        model: str,
+        trigger: str,
+    ) -> tuple[RunBlock | None, str | None]: ...
+
+    def on_agent_event(self, event: Event, session_id: str | None) -> None: ...
+
+    def classify_failover(
+        self, signal: FailoverSignal
+    ) -> tuple[FailoverClassification | None, str | None]: ...
+
+    def validate_replay_turns(
+        self, messages: list[Any], policy: TranscriptPolicy
+    ) -> tuple[list[Any] | None, str | None]: ...
+
+    def record_fault(
+        self,
+        plugin: str | None,
+        hook_name: str,
+        exc: BaseException | str,
+        *,
+        unit: str | None = None,
+        quarantine: bool = False,
+    ) -> PluginFault: ...
+
+
+class RunHost(Protocol):
+    """Everything the runner asks of its host (the ``Runtime`` is one)."""
+
+    @property
+    def config(self) -> RuntimeConfig: ...
+
+    @property
+    def hooks(self) -> RunHooks: ...
+
+    @property
+    def services(self) -> RunServices: ...
+
+    @property
+    def env(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def models(self) -> ModelRegistry: ...
+
+    #: Context limits providers stated in overflow errors (``provider/model`` → tokens).
+    @property
+    def learned_context_windows(self) -> dict[str, int]: ...
+
+    @property
+    def retry_backoff_scale(self) -> float: ...
+
+    def resolve_model(self, name: str | Model | None = None) -> Model: ...
+
+    def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn: ...
+
+    def transcript_sanitizers(self) -> list[Registration[Any]]: ...
+
+    async def resolve_context_engine(self, name: str | None = None) -> Any: ...
+
+
+class RunServices:
+    """The five backends a run uses and the sessions kept open between its turns.
+
+    ``build(kind)`` makes the backend of one kind (``BACKEND_KINDS``); each is built once, on
+    first use. ``RunServices.of(...)`` takes ready-made backends instead (tests, embedding).
+    """
+
+    def __init__(self, build: Callable[[str], Any], *, max_open_sessions: int = 128) -> None:
+        self._build = build
+        self._built: dict[str, Any] = {}
+        self._open: OrderedDict[str, Any] = OrderedDict()
+        self._maintenance: dict[str, anyio.Event] = {}
+        #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
+        self.max_open_sessions = max_open_sessions
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        lanes: LaneBackend,
+        auth_store: AuthStore,
+        steering_store: SteeringStore,
+        session_index: SessionIndex,
+        session_store: SessionStore,
+    ) -> RunServices:
+        """Services over ready-made backends."""
+        given: dict[str, Any] = {
+            "lanes": lanes,
+            "auth_store": auth_store,
+            "steering_store": steering_store,
+            "session_index": session_index,
+            "session_store": session_store,
+        }
+        return cls(given.__getitem__)
+
+    def backend(self, kind: str) -> Any:
+        """The backend of ``kind``, built on first use."""
+        built = self._built.get(kind)
+        if built is None:
+            if kind not in BACKEND_KINDS:
+                raise KeyError(f"unknown backend kind {kind!r}; kinds: {', '.join(BACKEND_KINDS)}")
+            built = self._built[kind] = self._build(kind)
+        return built
+
+    @property
+    def lanes(self) -> LaneBackend:
+        """Session and global lanes."""
+        return cast("LaneBackend", self.backend("lanes"))
+
+    @property
+    def auth_store(self) -> AuthStore:
+        """The auth-profile ledger."""
+        return cast("AuthStore", self.backend("auth_store"))
+
+    @property
+    def steering_store(self) -> SteeringStore:
+        """Sub-agent results waiting for their requester's next turn."""
+        return cast("SteeringStore", self.backend("steering_store"))
+
+    @property
+    def session_index(self) -> SessionIndex:
+        """Session key → session id."""
+        return cast("SessionIndex", self.backend("session_index"))
+
+    @property
+    def session_store(self) -> SessionStore:
+        """Where transcripts live."""
+        return cast("SessionStore", self.backend("session_store"))
+
+    # sessions kept open between turns ---------------------------------------------------------
+
+    async def checkout_session(self, session_id: str, *, cwd: str) -> Session:
+        """An open session for a run: the one kept from the session's last turn (refreshed
+        with whatever other processes appended), else opened from the store."""
+        cached = self._open.pop(session_id, None)
+        if cached is not None:
+            try:
+                await cached.refresh()
+            except OpenClawRuntimeError:
+                await cached.aclose()
+            else:
+                return cast("Session", cached)
+        return await self.session_store.open_or_create(session_id, cwd=cwd)
+
+    async def checkin_session(self, session: Session) -> None:
+        """Keep a session open for its next turn (least recently used ones are closed)."""
+        await session.flush()
+        key = session.session_id
+        previous = self._open.pop(key, None)
+        if previous is not None and previous is not session:
+            await previous.aclose()
+        self._open[key] = session
+        while len(self._open) > self.max_open_sessions:
+            _, oldest = self._open.popitem(last=False)
+            await oldest.aclose()
+
+    async def close_sessions(self) -> None:
+        """Close every session kept open (flushing what they buffered)."""
+        while self._open:
+            _, session = self._open.popitem()
+            await session.aclose()
+
+    async def wait_for_session_maintenance(self, session_id: str) -> None:
+        """Wait for deferred transcript maintenance of ``session_id`` to finish, so the next
+        turn reads what it wrote."""
+        pending = self._maintenance.get(session_id)
+        if pending is not None:
+            await pending.wait()
+
+    def defer_session_maintenance(self, session_id: str) -> Callable[[], None]:
+        """Announce background maintenance of ``session_id``; call the returned function
+        when it is done. Runs of that session wait for it before queueing."""
+        event = anyio.Event()
+        self._maintenance[session_id] = event
+
+        def done() -> None:
+            event.set()
+            if self._maintenance.get(session_id) is event:
+                del self._maintenance[session_id]
+
+        return done
