@@ -9,11 +9,14 @@ error: it may carry a password.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
 
 from openclaw_runtime import ConfigurationError
 
@@ -76,6 +79,7 @@ class RedisConnection:
         self.settings = settings
         self.prefix = settings.prefix
         self._client: aioredis.Redis | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisConnection:
@@ -84,10 +88,29 @@ class RedisConnection:
 
     @property
     def client(self) -> aioredis.Redis:
-        """The shared client (its pool is created on first use)."""
-        if self._client is None:
+        """The shared client (its pool is created on first use, in the running event loop).
+
+        Connections belong to the loop that opened them, so a runtime used from a second
+        ``anyio.run`` (the CLI does that) gets a fresh pool there instead of a dead one.
+        """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._client is None or (loop is not None and loop is not self._loop):
             self._client = aioredis.Redis.from_url(self.settings.url, decode_responses=False)
+            self._loop = loop
         return self._client
+
+    def script(self, source: str) -> Callable[..., Awaitable[Any]]:
+        """A Lua script run on the current client (``EVALSHA``, loaded on first miss)."""
+        # bytes: the SHA is computed without a client; each call names the client to use
+        script = AsyncScript(cast(Any, None), source.encode())
+
+        async def run(*, keys: list[str], args: list[Any]) -> Any:
+            return await script(keys=keys, args=args, client=self.client)
+
+        return run
 
     def key(self, *parts: str) -> str:
         """``<prefix>part:part...`` (parts escaped with ``key_part``)."""

@@ -243,9 +243,9 @@ class RedisLanes:
         #: Seconds between lease renewals (a third of the lease unless given; tests stretch
         #: it to play a worker whose heartbeat stalled).
         self.renew_every_s = lease_ms / 3000 if renew_every_s is None else renew_every_s
-        self._acquire = conn.client.register_script(ACQUIRE)
-        self._release = conn.client.register_script(RELEASE)
-        self._renew = conn.client.register_script(RENEW)
+        self._acquire = conn.script(ACQUIRE)
+        self._release = conn.script(RELEASE)
+        self._renew = conn.script(RENEW)
         self._wake_prefix = conn.prefix + "wake:"
 
     def __repr__(self) -> str:

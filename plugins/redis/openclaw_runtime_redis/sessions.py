@@ -132,8 +132,8 @@ class RedisSessionManager(SessionManager):
         self.conn = conn
         self.lines_key = conn.key("session", session_id, "lines")
         self.gen_key = conn.key("session", session_id, "gen")
-        self._append_script = conn.client.register_script(APPEND)
-        self._rewrite_script = conn.client.register_script(REWRITE)
+        self._append_script = conn.script(APPEND)
+        self._rewrite_script = conn.script(REWRITE)
 
     # (generation, list length) after our last read or write lives in ``_file_state``
 
@@ -316,7 +316,7 @@ class RedisSessionStore:
         self.durability = durability
         self._now = now
         self._warn = warn
-        self._create = conn.client.register_script(CREATE)
+        self._create = conn.script(CREATE)
         self.all_key = conn.key("sessions", "all")
 
     def __repr__(self) -> str:

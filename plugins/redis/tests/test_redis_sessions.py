@@ -145,3 +145,25 @@ async def test_session_index_claim_is_first_writer_wins(redis_conn):
     assert await one.lookup_id("telegram:2") == "sid-a"
     assert await one.lookup_key("sid-a") in {"telegram:1", "telegram:2"}
     assert set(await one.entries()) == {"telegram:1", "telegram:2"}
+
+
+def test_one_connection_survives_a_second_event_loop(redis_url, redis_prefix):
+    # the CLI runs several anyio.run calls against one runtime: the scripts follow the pool
+    import anyio
+
+    conn = RedisConnection.from_url(redis_url, prefix=redis_prefix)
+    store = RedisSessionStore(conn, durability="flush")
+
+    async def first() -> None:
+        session = await store.create("loops", cwd="/w")
+        await session.append_message(user("one"))
+        await conn.aclose()  # a pool belongs to its loop: closed before the loop ends
+
+    async def second() -> list[str]:
+        try:
+            return texts(await store.open("loops"))
+        finally:
+            await conn.aclose()
+
+    anyio.run(first)
+    assert anyio.run(second) == ["one"]

@@ -42,7 +42,8 @@ def write_config(path: Path, base_url: str, keys: list[str]) -> Path:
     return path
 
 
-def spawn(config: Path, state: Path, url: str, prefix: str, *args: str) -> subprocess.Popen[str]:
+def worker_env(state: Path, url: str, prefix: str) -> dict[str, str]:
+    """A worker's environment: its own state dir, the shared Redis, only the redis plugin."""
     env = {
         **os.environ,
         "OPENCLAW_RUNTIME_STATE_DIR": str(state),
@@ -52,12 +53,16 @@ def spawn(config: Path, state: Path, url: str, prefix: str, *args: str) -> subpr
         "OPENCLAW_RUNTIME_RAISE_ERRORS": "0",
     }
     env.pop("OPENCLAW_RUNTIME_CONFIG", None)
+    return env
+
+
+def spawn(config: Path, state: Path, url: str, prefix: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "openclaw_runtime", "--config", str(config), "run", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=worker_env(state, url, prefix),
         cwd=state.parent,
     )
 
@@ -147,6 +152,39 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
         assert [role for role, _ in texts] == ["user", "assistant"] * 3
         # each later turn was sent with the history of the earlier ones (nothing forked)
         assert [r.message_count for r in server.requests] == [1, 3, 5]
+        # and any other worker (a fourth, empty state dir) reads it with `sessions show`
+        state = tmp_path / "w3" / "state"
+        shown = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "openclaw_runtime",
+                "--config",
+                str(config),
+                "sessions",
+                "show",
+                "chat-1",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=worker_env(state, redis_url, redis_prefix),
+        )
+        assert shown.returncode == 0, shown.stderr
+        document = json.loads(shown.stdout)
+        assert document["sessionKey"] == "chat-1"
+        users = [
+            e["message"]["content"]
+            for e in document["entries"]
+            if e["type"] == "message" and e["message"]["role"] == "user"
+        ]
+        assert [u if isinstance(u, str) else u[0]["text"] for u in users] == [
+            "turn 0",
+            "turn 1",
+            "turn 2",
+        ]
 
 
 def test_a_key_rate_limited_by_one_worker_is_skipped_by_anothers_first_attempt(
