@@ -1,9 +1,11 @@
-"""Optimistic read-modify-write on Redis (``WATCH`` / ``MULTI`` / ``EXEC`` with retry).
+"""Optimistic read-modify-write on Redis: read, apply the pure update, compare-and-set.
 
 The ledger and the steering store keep their policy in pure functions of the core (the same
-ones the file backends run under a file lock). Here the pure function runs between ``WATCH``
-and ``EXEC``: if another worker changed the watched keys meanwhile, ``EXEC`` aborts and the
-function runs again on the fresh state, so no update is ever lost and none is applied twice.
+ones the file backends run under a file lock). Here the state is read in one round trip, the
+pure function runs locally, and the write is one Lua script that applies it only if the state
+is still the version that was read; otherwise the function runs again on the fresh state. So
+no update is lost and none is applied twice, an update that changes nothing costs one round
+trip and one that changes something two (``WATCH``/``MULTI``/``EXEC`` would cost three).
 """
 
 from __future__ import annotations
@@ -11,39 +13,26 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
-import redis.asyncio as aioredis
-from redis.exceptions import WatchError
-
-__all__ = ["MAX_ATTEMPTS", "watch_update"]
+__all__ = ["MAX_ATTEMPTS", "cas_update"]
 
 T = TypeVar("T")
+S = TypeVar("S")
 #: A contended key is retried this often before the update gives up (never silently).
 MAX_ATTEMPTS: Final = 200
 
 
-async def watch_update(
-    client: aioredis.Redis,
-    keys: list[str],
-    read: Callable[[Any], Awaitable[Any]],
-    apply: Callable[[Any], tuple[T, Callable[[Any], None] | None]],
+async def cas_update(
+    read: Callable[[], Awaitable[tuple[Any, S]]],
+    apply: Callable[[S], tuple[T, Any]],
+    commit: Callable[[Any, Any], Awaitable[bool]],
     *,
     what: str,
 ) -> T:
-    """``read(pipe)`` the watched state, ``apply`` it (returns the result and a function that
-    queues the writes on the pipeline, or None for "no change"), commit atomically."""
+    """``read()`` → (version, state); ``apply(state)`` → (result, change or None);
+    ``commit(version, change)`` → whether the state was still at ``version`` (then written)."""
     for _ in range(MAX_ATTEMPTS):
-        async with client.pipeline(transaction=True) as pipe:
-            try:
-                await pipe.watch(*keys)
-                state = await read(pipe)
-                result, write = apply(state)
-                if write is None:
-                    await pipe.unwatch()
-                    return result
-                pipe.multi()
-                write(pipe)
-                await pipe.execute()
-                return result
-            except WatchError:
-                continue
+        version, state = await read()
+        result, change = apply(state)
+        if change is None or await commit(version, change):
+            return result
     raise RuntimeError(f"{what}: gave up after {MAX_ATTEMPTS} conflicting concurrent updates")

@@ -451,8 +451,11 @@ class RedisSessionIndex:
 
     async def claim(self, session_key: str, session_id: str) -> str:
         """Bind ``session_key`` to ``session_id`` unless it is bound; returns the bound id."""
-        await self.conn.client.hsetnx(self.key, session_key, self._entry(session_id))
-        bound = await self.lookup_id(session_key)
+        async with self.conn.client.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(self.key, session_key, self._entry(session_id))
+            pipe.hget(self.key, session_key)
+            _, raw = await pipe.execute()
+        bound = _session_id(raw)
         if bound is None:
             raise TranscriptError(f"session index entry for {session_key!r} is unreadable")
         return bound

@@ -3,15 +3,17 @@
 Records live in one hash, ``<prefix>steering:runs`` (run id → the record's JSON, the same
 shape as ``runs.json``). ``update(fn)`` runs the core's pure lease / ack / release functions
 (``runner/steering.py``: oldest first, the 24,000-character merged-prompt bound, the 5-minute
-stale-lease reclaim, ack/release only under the owning lease id) between ``WATCH`` and
-``EXEC`` and writes back only the records that changed.
+stale-lease reclaim, ack/release only under the owning lease id) on a snapshot read with the
+hash's version counter (``:ver``), and writes back only the records that changed, in one Lua
+script that applies them only if the version is unchanged (else the update runs again).
 
 Why a hash with optimistic transactions rather than streams with consumer groups: a stream's
 pending-entry list knows one consumer per message, but a steering lease is a *batch* chosen by
 the prompt bound, released back with its attempt count kept, reclaimed by the record's own
 lease time, and sometimes suspended; XAUTOCLAIM would reclaim by idle time per message and
 the policy would have to be written a second time in Lua. With the records as data, the one
-policy the file store runs also runs here, and ``WATCH`` makes each step atomic: a worker
+policy the file store runs also runs here, and the versioned compare-and-set makes each step
+atomic: a worker
 killed between lease and ack leaves its items ``in_progress`` with their lease time, and the
 next lease after 5 minutes takes them again (neither lost nor delivered twice).
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -29,7 +31,7 @@ from openclaw_runtime.backends.steering import SteeringStoreError, SubagentRunRe
 from openclaw_runtime.redaction import contains_secret, package_logger, redact_data
 from openclaw_runtime.runner.steering import RecordsSteeringStore
 
-from ._atomic import watch_update
+from ._atomic import cas_update
 from ._conn import RedisConnection
 
 __all__ = ["RedisSteeringStore"]
@@ -37,6 +39,16 @@ __all__ = ["RedisSteeringStore"]
 T = TypeVar("T")
 Runs = dict[str, SubagentRunRecord]
 logger = package_logger(logging.getLogger("openclaw_runtime_redis.steering"))
+
+# KEYS: version, runs ; ARGV: expected version, n changed, (run id, record) * n, removed ids...
+CAS: Final = """
+if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then return 0 end
+local n = tonumber(ARGV[2])
+for i = 0, n - 1 do redis.call('HSET', KEYS[2], ARGV[3 + 2 * i], ARGV[4 + 2 * i]) end
+for i = 3 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
+redis.call('INCR', KEYS[1])
+return 1
+"""
 
 
 def _decode(raw: Mapping[Any, Any]) -> tuple[Runs, dict[str, dict[str, Any]]]:
@@ -73,6 +85,8 @@ class RedisSteeringStore(RecordsSteeringStore):
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
         self.key = conn.key("steering", "runs")
+        self.version_key = conn.key("steering", "ver")
+        self._cas = conn.script(CAS)
 
     def __repr__(self) -> str:
         return f"RedisSteeringStore(key={self.key!r})"
@@ -81,8 +95,12 @@ class RedisSteeringStore(RecordsSteeringStore):
         return _decode(await self.conn.client.hgetall(self.key))[0]
 
     async def update(self, fn: Callable[[Runs], T]) -> T:
-        async def read(pipe: Any) -> tuple[Runs, dict[str, dict[str, Any]]]:
-            return _decode(await pipe.hgetall(self.key))
+        async def read() -> tuple[bytes | None, tuple[Runs, dict[str, dict[str, Any]]]]:
+            async with self.conn.client.pipeline(transaction=True) as pipe:
+                pipe.get(self.version_key)
+                pipe.hgetall(self.key)
+                version, raw = await pipe.execute()
+            return version, _decode(raw)
 
         def apply(state: tuple[Runs, dict[str, dict[str, Any]]]) -> tuple[T, Any]:
             runs, before = state
@@ -92,18 +110,17 @@ class RedisSteeringStore(RecordsSteeringStore):
             removed = [k for k in before if k not in after]
             if not changed and not removed:
                 return result, None
+            return result, (changed, removed)
 
-            def write(pipe: Any) -> None:
-                if changed:
-                    pipe.hset(self.key, mapping=changed)
-                if removed:
-                    pipe.hdel(self.key, *removed)
-
-            return result, write
+        async def commit(version: bytes | None, change: Any) -> bool:
+            changed, removed = change
+            args: list[Any] = [version or b"0", len(changed)]
+            for run_id, payload in changed.items():
+                args += [run_id, payload]
+            args += removed
+            return bool(await self._cas(keys=[self.version_key, self.key], args=args))
 
         try:
-            return await watch_update(
-                self.conn.client, [self.key], read, apply, what="steering store"
-            )
+            return await cas_update(read, apply, commit, what="steering store")
         except RuntimeError as exc:
             raise SteeringStoreError(str(exc)) from None
