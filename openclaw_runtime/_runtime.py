@@ -436,7 +436,7 @@ class Runtime:
         self._components: Components | None = None
         self._context_slot: ContextEngineSlot | None = None
         #: The five backends and the sessions kept open between turns, handed to every run.
-        self.services = RunServices(self._backend)
+        self.services = RunServices(self._backend, check=self._check_backend_names)
         #: Context limits providers stated in overflow errors (``provider/model`` → tokens),
         #: so later runs plan with them instead of paying one failed request each.
         self.learned_context_windows: dict[str, int] = {}
@@ -599,6 +599,16 @@ class Runtime:
         return agent
 
     # runs ---------------------------------------------------------------------------------------
+
+    def _check_backend_names(self) -> None:
+        """``UnknownBackendError`` for the first ``[backends]`` name nothing registered."""
+        for kind in BACKEND_KINDS:
+            name = getattr(self.config.backends, kind)
+            if name is None or name == EMBEDDED_BACKEND:
+                continue
+            registry = self.components.backends[kind]
+            if name not in registry:
+                raise UnknownBackendError(kind, name, registry.names())
 
     def _backend(self, kind: str) -> Any:
         """Build the ``[backends]`` backend of ``kind``: the embedded default when unset, else

@@ -37,6 +37,7 @@ async def compact_session_queued(
 ) -> CompactResult:
     """Compact a stored session now (waiting for its lane first)."""
     services = runtime.services
+    services.validate()
     index = services.session_index
     if session_id is None and session_key is not None:
         session_id = await index.lookup_id(session_key)

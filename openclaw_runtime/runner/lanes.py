@@ -75,8 +75,11 @@ class InProcessLanes:
         self._sequence = itertools.count()
 
     def stats(self) -> dict[str, tuple[int, int]]:
-        """lane → (running, waiting), for diagnostics."""
-        return {name: (lane.active, len(lane.waiters)) for name, lane in self._lanes.items()}
+        """lane → (running, waiting), for diagnostics (waiters that gave up not counted)."""
+        return {
+            name: (lane.active, sum(1 for *_, waiter in lane.waiters if not waiter.cancelled))
+            for name, lane in self._lanes.items()
+        }
 
     @asynccontextmanager
     async def hold(

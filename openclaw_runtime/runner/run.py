@@ -226,19 +226,27 @@ class _Run:
 
     # entry --------------------------------------------------------------------------------
 
-    async def _resolve_entry(self) -> None:
+    async def _resolve_entry(self) -> PluginBackendError | None:
+        """Session id and key, model chain, limits. Bad input raises here; a session index
+        backend that fails is returned instead, so the run still ends as a result naming
+        the plugin (like a failing lane or session store)."""
         request, config = self.request, self.config
         index = self.services.session_index
         key = (request.session_key or "").strip() or None
         session_id = (request.session_id or "").strip() or None
-        if session_id is None and key is not None:
-            session_id = await index.lookup_id(key)
-        # a key seen for the first time is claimed atomically before anything else runs
-        self.claim_key = session_id is None and key is not None
-        if session_id is None:
-            session_id = uuid.uuid4().hex
-        if key is None:
-            key = await index.lookup_key(session_id)
+        failed: PluginBackendError | None = None
+        try:
+            if session_id is None and key is not None:
+                session_id = await index.lookup_id(key)
+            # a key seen for the first time is claimed atomically before anything else runs
+            self.claim_key = session_id is None and key is not None
+            if session_id is None:
+                session_id = uuid.uuid4().hex
+            if key is None:
+                key = await index.lookup_key(session_id)
+        except PluginBackendError as exc:
+            failed, self.claim_key = exc, False
+            session_id = session_id or uuid.uuid4().hex
         self.session_id = validate_session_id(session_id)
         self.session_key = key
 
@@ -283,6 +291,7 @@ class _Run:
         self.system_prompt = (
             config.agent.system_prompt if request.system_prompt is None else request.system_prompt
         )
+        return failed
 
     # the run ------------------------------------------------------------------------------
 
@@ -291,12 +300,16 @@ class _Run:
             return await self._execute()
 
     async def _execute(self) -> RunResult:
-        await self._resolve_entry()
+        self.services.validate()  # a [backends] name nothing registered: raise up front
+        failed = await self._resolve_entry()
         if self.claim_key:
             assert self.session_key is not None
-            self.session_id = await self.services.session_index.claim(
-                self.session_key, self.session_id
-            )
+            try:
+                self.session_id = await self.services.session_index.claim(
+                    self.session_key, self.session_id
+                )
+            except PluginBackendError as exc:
+                failed = exc
         request = self.request
         await self.emit(
             RunStart(
@@ -311,6 +324,8 @@ class _Run:
         )
         result: RunResult | None = None
         try:
+            if failed is not None:
+                raise failed
             block, plugin = self.hooks.before_agent_run(
                 session_id=self.session_id,
                 session_key=self.session_key,

@@ -122,8 +122,15 @@ class RunServices:
     first use. ``RunServices.of(...)`` takes ready-made backends instead (tests, embedding).
     """
 
-    def __init__(self, build: Callable[[str], Any], *, max_open_sessions: int = 128) -> None:
+    def __init__(
+        self,
+        build: Callable[[str], Any],
+        *,
+        check: Callable[[], None] | None = None,
+        max_open_sessions: int = 128,
+    ) -> None:
         self._build = build
+        self._check = check
         self._built: dict[str, Any] = {}
         self._open: OrderedDict[str, Any] = OrderedDict()
         self._maintenance: dict[str, anyio.Event] = {}
@@ -149,6 +156,14 @@ class RunServices:
             "session_store": session_store,
         }
         return cls(given.__getitem__)
+
+    def validate(self) -> None:
+        """Check the selection up front (``check``: every configured backend name is
+        registered), so a misconfigured kind fails before a run starts, whichever backend it
+        would have reached first. Checked once; an error is raised again on every call."""
+        if self._check is not None:
+            self._check()
+            self._check = None
 
     def backend(self, kind: str) -> Any:
         """The backend of ``kind``, built on first use."""

@@ -26,7 +26,11 @@ The fixtures and the contract mixins need pytest; everything else here imports w
 
 Contract mixins: ``ContextEngineContract``, ``TranscriptSanitizerContract`` and
 ``StreamRepairerContract`` (inherit, provide a ``context_engine`` / ``sanitizer`` /
-``stream_repairer`` fixture).
+``stream_repairer`` fixture). Backend contracts, one per protocol of
+``openclaw_runtime.backends``: ``LaneBackendContract``, ``AuthStoreContract``,
+``SteeringStoreContract``, ``SessionIndexContract``, ``SessionStoreContract`` (provide a
+``lane_backend`` / ``auth_store`` / ``steering_store`` / ``session_index`` /
+``session_store`` fixture; see docs/backends.md).
 
 Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
 ``HookRecorder``.
@@ -198,6 +202,13 @@ if importlib.util.find_spec("pytest") is not None:
         register_plugin,
         runtime_factory,
     )
+    from .backend_contracts import (
+        AuthStoreContract,
+        LaneBackendContract,
+        SessionIndexContract,
+        SessionStoreContract,
+        SteeringStoreContract,
+    )
     from .contracts import (
         ContextEngineContract,
         StreamRepairerContract,
@@ -206,7 +217,12 @@ if importlib.util.find_spec("pytest") is not None:
     )
 
     __all__ += [
+        "AuthStoreContract",
         "ContextEngineContract",
+        "LaneBackendContract",
+        "SessionIndexContract",
+        "SessionStoreContract",
+        "SteeringStoreContract",
         "StreamRepairerContract",
         "TranscriptSanitizerContract",
         "anyio_backend",
