@@ -42,6 +42,11 @@ def write_config(path: Path, base_url: str, keys: list[str]) -> Path:
     return path
 
 
+def command(config: Path, *args: str) -> list[str]:
+    """``openclaw-runtime --config CONFIG ARGS...`` in this interpreter."""
+    return [sys.executable, "-m", "openclaw_runtime", "--config", str(config), *args]
+
+
 def worker_env(state: Path, url: str, prefix: str) -> dict[str, str]:
     """A worker's environment: its own state dir, the shared Redis, only the redis plugin."""
     env = {
@@ -58,7 +63,7 @@ def worker_env(state: Path, url: str, prefix: str) -> dict[str, str]:
 
 def spawn(config: Path, state: Path, url: str, prefix: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "openclaw_runtime", "--config", str(config), "run", *args],
+        command(config, "run", *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -155,17 +160,7 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
         # and any other worker (a fourth, empty state dir) reads it with `sessions show`
         state = tmp_path / "w3" / "state"
         shown = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "openclaw_runtime",
-                "--config",
-                str(config),
-                "sessions",
-                "show",
-                "chat-1",
-                "--json",
-            ],
+            command(config, "sessions", "show", "chat-1", "--json"),
             capture_output=True,
             text=True,
             timeout=120,
@@ -185,6 +180,20 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
             "turn 1",
             "turn 2",
         ]
+        # `compact` from that fourth worker finds the Redis session and runs under its lane
+        # (three short turns: nothing to compact; rewrites are covered in test_redis_sessions)
+        compacted = subprocess.run(
+            command(config, "compact", "chat-1", "--json"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=worker_env(state, redis_url, redis_prefix),
+        )
+        assert compacted.returncode == 0, compacted.stderr
+        outcome = json.loads(compacted.stdout)
+        assert outcome["sessionId"] == document["sessionId"] and outcome["ok"] is True
+        assert len(session_lines(redis_url, redis_prefix, "chat-1")) == 7  # header + 6 messages
 
 
 def test_a_key_rate_limited_by_one_worker_is_skipped_by_anothers_first_attempt(
