@@ -126,6 +126,11 @@ class Session(Protocol):
         """Messages and state of the active branch (or of the branch ending at ``from_id``)."""
         ...
 
+    def message_of(self, entry: Mapping[str, Any]) -> Any:
+        """The message of one of this session's ``message`` entries as a ``messages`` model
+        (``transcript.store.entry_message``; a session may cache it per entry)."""
+        ...
+
     async def append_message(self, message: Any, *, append_mode: str | None = None) -> str:
         """Append a message (a ``messages`` model or an OpenClaw wire dict); its entry id."""
         ...

@@ -1,13 +1,14 @@
 """``GuardedBackend``: a plugin's backend object behind the guard.
 
-A backend (lanes, auth store, session store) holds state a run cannot do without, so a
-raising backend cannot be "skipped" like an observer: the run must stop. What the guard adds
-is attribution and visibility. An exception from a backend method that is not one of the
-runtime's own errors (those are part of the backend protocol: a lane timeout, a ledger that
-cannot be read) is recorded as a fault of the plugin and re-raised as ``PluginBackendError``
-naming the plugin, the backend and the method, so the run ends with an error that says whose
-code failed instead of the plugin's raw exception. Nothing falls back to the embedded default
-on its own: silently moving a shared (Redis) session onto local files would split its state.
+A backend (lanes, auth store, steering store, session index, session store) holds state a run
+cannot do without, so a raising backend cannot be "skipped" like an observer: the run must stop.
+What the guard adds is attribution and visibility. An exception from a backend method that is
+not one of the runtime's own errors (those are part of the backend protocol: a lane timeout, a
+ledger that cannot be read) is recorded as a fault of the plugin and re-raised as
+``PluginBackendError`` naming the plugin, the backend and the method, so the run ends with an
+error that says whose code failed instead of the plugin's raw exception. Nothing falls back to
+the embedded default on its own: silently moving a shared (Redis) session onto local files
+would split its state.
 """
 
 from __future__ import annotations

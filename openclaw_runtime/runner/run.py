@@ -55,7 +55,6 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..redaction import package_logger, redact_event
 from ..transcript import validate_session_id
-from ..transcript.store import entry_message
 from .attempt import AttemptOutcome, collect_attempt_facts
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .attempt_loop import DEFAULT_RESERVE_TOKENS, ModelAttemptLoop
@@ -524,7 +523,7 @@ class _Run:
             if entry.get("id") in wanted:
                 remaining -= 1
                 if entry.get("type") == "message":
-                    message = entry_message(entry)
+                    message = session.message_of(entry)
                     if message is not None:
                         out.append(message)
             elif entry.get("id") == self.start_leaf_id:

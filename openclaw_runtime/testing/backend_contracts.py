@@ -653,6 +653,8 @@ class SessionStoreContract:
         assert [entry["id"] for entry in reopened.get_branch()] == branch
         assert reopened.get_leaf_id() == third
         assert _context(reopened) == context
+        last = reopened.get_entry(third)
+        assert last is not None and reopened.message_of(last).text() == "more"
         assert _texts(reopened)[-1] == "more"
         await reopened.aclose()
 

@@ -650,6 +650,10 @@ class SessionManager:
             None if context.active_tool_names is None else list(context.active_tool_names),
         )
 
+    def message_of(self, entry: Mapping[str, Any]) -> Any:
+        """The message of a ``message`` entry as a model (parsed once per entry and kept)."""
+        return self._cached_message(entry)
+
     def _cached_message(self, entry: Mapping[str, Any]) -> Any:
         key = id(entry)
         cached = self._message_cache.get(key, _NOT_CACHED)
