@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import redis.asyncio as aioredis
+import sniffio
 from redis.commands.core import AsyncScript
 
 from openclaw_runtime import ConfigurationError
@@ -93,6 +94,15 @@ class RedisConnection:
         Connections belong to the loop that opened them, so a runtime used from a second
         ``anyio.run`` (the CLI does that) gets a fresh pool there instead of a dead one.
         """
+        try:
+            library = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            library = None
+        if library not in (None, "asyncio"):
+            raise ConfigurationError(
+                f"the redis backends run on asyncio only (redis-py's asyncio client), not on "
+                f"{library}; run this runtime with anyio's asyncio backend"
+            )
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:

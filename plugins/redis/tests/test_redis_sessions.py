@@ -167,3 +167,17 @@ def test_one_connection_survives_a_second_event_loop(redis_url, redis_prefix):
 
     anyio.run(first)
     assert anyio.run(second) == ["one"]
+
+
+def test_on_trio_the_backends_fail_with_a_clear_error(redis_url, redis_prefix):
+    import anyio
+
+    from openclaw_runtime import ConfigurationError
+
+    conn = RedisConnection.from_url(redis_url, prefix=redis_prefix)
+
+    async def on_trio() -> None:
+        await RedisSessionStore(conn).exists("s")
+
+    with pytest.raises(ConfigurationError, match="asyncio only"):
+        anyio.run(on_trio, backend="trio")
