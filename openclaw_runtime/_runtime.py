@@ -868,9 +868,10 @@ class Runtime:
         self.hooks.runtime_shutdown(self)
 
     async def aclose(self) -> None:
-        """``close()``, and close the HTTP clients of providers that hold them and the
-        sessions kept open between turns."""
+        """``close()``, and close the HTTP clients of providers that hold them, the
+        sessions kept open between turns and the backends that hold connections."""
         await self.services.close_sessions()
+        await self.services.close_backends()
         if self._components is not None:
             for registration in self._components.providers.registrations():
                 owner = getattr(registration.component, "__self__", None)

@@ -232,6 +232,15 @@ class RunServices:
             _, session = self._open.popitem()
             await session.aclose()
 
+    async def close_backends(self) -> None:
+        """Close the backends built so far that hold resources (those with ``aclose()``, e.g.
+        a plugin's connection pool); they are built again if used afterwards."""
+        while self._built:
+            _, backend = self._built.popitem()
+            aclose = getattr(backend, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
     async def wait_for_session_maintenance(self, session_id: str) -> None:
         """Wait for deferred transcript maintenance of ``session_id`` to finish, so the next
         turn reads what it wrote."""
