@@ -24,6 +24,7 @@ from .._runtime import Runtime
 from ..backends import Session
 from ..context.engine import CompactResult
 from ..redaction import redact
+from ..transcript.entries import parse_timestamp_ms
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 from ..transcript.store import SessionManager
 from ._common import EXIT_FAILED, command_errors, find_session, load_config, safe_json
@@ -97,6 +98,49 @@ def _session_row(session_id: str, path: Path, key: str | None) -> dict[str, Any]
     return row
 
 
+async def _backend_rows(runtime: Runtime) -> list[dict[str, Any]]:
+    """Rows of a session store that is not the embedded file store (``[backends]
+    session_store``, e.g. Redis): every session it lists, read without repair."""
+    store = runtime.session_store
+    keys = _keys_by_session(await runtime.session_index.entries())
+    rows: list[dict[str, Any]] = []
+    for session_id in sorted(await store.list_ids()):
+        row: dict[str, Any] = {
+            "id": session_id,
+            "key": keys.get(session_id),
+            "messages": None,
+            "name": None,
+            "updatedAt": "",
+            "updatedMs": 0,
+            "bytes": None,
+            "path": None,
+            "error": None,
+        }
+        try:
+            session = await store.open(session_id, repair=False)
+        except TranscriptError as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        try:
+            entries = session.get_entries()
+            row["messages"] = sum(1 for e in session.get_branch() if e["type"] == "message")
+            row["name"] = session.get_session_name()
+            row["path"] = None if session.path is None else str(session.path)
+            stamps = [parse_timestamp_ms(e.get("timestamp")) for e in entries[-1:]]
+            if stamps and stamps[0] is not None:
+                row["updatedMs"] = int(stamps[0])
+                row["updatedAt"] = (
+                    datetime.fromtimestamp(row["updatedMs"] / 1000)
+                    .astimezone()
+                    .isoformat("T", "seconds")
+                )
+        finally:
+            await session.aclose()
+        rows.append(row)
+    return rows
+
+
 @sessions.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 @click.pass_context
@@ -104,17 +148,29 @@ def _session_row(session_id: str, path: Path, key: str | None) -> dict[str, Any]
 def list_sessions(ctx: click.Context, as_json: bool) -> None:
     """Every stored session, most recently updated first: id, key, messages, update, size."""
     runtime = Runtime(load_config(ctx))
-    keys = _keys_by_session(anyio.run(runtime.session_index.entries))
-    rows = [
-        _session_row(session_id, path, keys.get(session_id))
-        for session_id, path in _session_files(runtime.sessions_dir)
-    ]
+    where = str(runtime.sessions_dir)
+    if runtime.config.backends.session_store is None:
+        keys = _keys_by_session(anyio.run(runtime.session_index.entries))
+        rows = [
+            _session_row(session_id, path, keys.get(session_id))
+            for session_id, path in _session_files(runtime.sessions_dir)
+        ]
+    else:  # sessions live in a backend (Redis...), not in files
+        where = f"the {runtime.config.backends.session_store!r} session store"
+
+        async def collect() -> list[dict[str, Any]]:
+            try:
+                return await _backend_rows(runtime)
+            finally:
+                await runtime.aclose()
+
+        rows = anyio.run(collect)
     rows.sort(key=lambda row: row["updatedMs"], reverse=True)
     if as_json:
         click.echo(safe_json(rows, indent=2, ensure_ascii=False))
         return
     if not rows:
-        click.echo(f"no sessions in {runtime.sessions_dir}")
+        click.echo(f"no sessions in {where}")
         return
     id_width = max(len("ID"), *(len(row["id"]) for row in rows))
     key_width = max(len("KEY"), *(len(row["key"] or "-") for row in rows))
@@ -124,7 +180,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
         updated = row["updatedAt"][:19].replace("T", " ")
         line = (
             f"{row['id']:<{id_width}}  {row['key'] or '-':<{key_width}}  {count:>5}  "
-            f"{updated:<19}  {_human_size(row['bytes'])}"
+            f"{updated or '-':<19}  {'-' if row['bytes'] is None else _human_size(row['bytes'])}"
         )
         if row["error"]:
             line += f"  (unreadable: {abbreviate(row['error'], 60)})"

@@ -180,6 +180,22 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
             "turn 1",
             "turn 2",
         ]
+        # `sessions list` there lists it from Redis (no transcript file on this worker's disk)
+        listed = subprocess.run(
+            command(config, "sessions", "list", "--json"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=worker_env(state, redis_url, redis_prefix),
+        )
+        assert listed.returncode == 0, listed.stderr
+        rows = json.loads(listed.stdout)
+        assert [(r["id"], r["key"], r["messages"]) for r in rows] == [
+            (document["sessionId"], "chat-1", 6)
+        ]
+        assert rows[0]["updatedMs"] > 0 and rows[0]["bytes"] is None
+        assert not list(state.glob("sessions/*.jsonl"))
         # `compact` from that fourth worker finds the Redis session and runs under its lane
         # (three short turns: nothing to compact; rewrites are covered in test_redis_sessions)
         compacted = subprocess.run(
