@@ -645,17 +645,22 @@ class OpenAICompatProvider:
             return None
         headers = self.headers(model, options, api_key)
         headers["accept"] = "application/json"
-        request = self.pool.stream(
-            "POST",
-            url,
-            content=orjson.dumps(diagnostic_request_body(body, max_tokens_field(model))),
-            headers=headers,
-            timeout=timeouts.httpx(),
-        )
-        try:
-            response = await guarded(request.__aenter__, options.signal, None)
-        except (Aborted, httpx.HTTPError):
-            return None
+        content = orjson.dumps(diagnostic_request_body(body, max_tokens_field(model)))
+        # two tries: the pooled connection the empty stream came over may have been closed by
+        # the server a moment ago (a stale keep-alive), which says nothing about the prompt
+        for attempt in range(2):
+            request = self.pool.stream(
+                "POST", url, content=content, headers=headers, timeout=timeouts.httpx()
+            )
+            try:
+                response = await guarded(request.__aenter__, options.signal, None)
+            except httpx.TransportError:
+                if attempt == 0 and not (options.signal is not None and options.signal.aborted):
+                    continue
+                return None
+            except (Aborted, httpx.HTTPError):
+                return None
+            break
         try:
             if response.status_code < 400:
                 return None

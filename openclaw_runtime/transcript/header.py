@@ -6,6 +6,7 @@ line is kept aside verbatim (in the invalid-lines side file), a new header is ma
 can still be read (``cwd``, ``timestamp``, ``parentSession``, ``version``) and the session id
 from the file name, and the entries are kept as they are.
 
+A file whose header line is missing altogether (its first line is an entry) keeps that entry.
 A file where nothing looks like a session (no entry parses after the first line, and the
 first line is not a session header either) is not salvaged: it may not be a session file at
 all, and rewriting it would be wrong. A file that holds only blank space or one unterminated
@@ -20,7 +21,7 @@ from typing import Any
 import orjson
 
 from .entries import CURRENT_SESSION_VERSION, make_header
-from .jsonl import InvalidLine, parse_session_bytes
+from .jsonl import InvalidLine, entry_problem, parse_session_bytes
 
 __all__ = ["HeaderSalvage", "salvage_session_header"]
 
@@ -86,6 +87,10 @@ def salvage_session_header(
     except orjson.JSONDecodeError:
         record = None
     record = record if isinstance(record, dict) else {}
+    if "parentId" in record and entry_problem(record) is None and record.get("type") != "session":
+        # the header line is gone altogether and this is the first entry: keep it
+        body = data[start:]
+        return HeaderSalvage(make_header(session_id, cwd, timestamp=timestamp), None, body, True)
     torn_creation = not terminated and not body
     if not (entries_found or torn_creation or record.get("type") == "session"):
         return None

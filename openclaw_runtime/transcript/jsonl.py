@@ -313,6 +313,10 @@ def session_lock(
             f"session file {Path(session_file).name} is locked by another writer "
             f"(waited {timeout:g}s)"
         ) from exc
+    except OSError as exc:  # e.g. a symbolic link planted as the lock file (ELOOP)
+        raise TranscriptError(
+            f"cannot lock session file {Path(session_file).name}: {exc.strerror}"
+        ) from None
     held[key] = 1
     try:
         yield

@@ -28,6 +28,7 @@ Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,7 +173,7 @@ def _line_number(data: bytes, offset: int) -> int:
 
 
 def set_aside_unusable_blocks(
-    entry: dict[str, Any], *, line_number: int
+    entry: dict[str, Any], *, line_number: Callable[[], int]
 ) -> tuple[dict[str, Any], list[InvalidLine]] | None:
     """The entry without content blocks that are not objects with a string ``type`` (a list
     or an object there breaks every later run), and those blocks as side-file records; or
@@ -184,9 +185,10 @@ def set_aside_unusable_blocks(
     if type(content) is not list or all(_is_usable_block(block) for block in content):
         return None
     kept = [block for block in content if _is_usable_block(block)]
+    line = line_number()
     aside = [
         InvalidLine(
-            line_number,
+            line,
             encode_record({"entryId": entry.get("id"), "index": index, "block": block})[:-1],
             "content block without a string type (set aside from its entry)",
             True,
@@ -244,8 +246,10 @@ def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False
         spans.append(span)
         touched = False
         if entry["type"] in ("message", "custom_message"):
-            line = _line_number(parsed.data, span[0])
-            cleaned = set_aside_unusable_blocks(entry, line_number=line)
+            # the line number is counted only when a block is set aside (rare and O(file))
+            cleaned = set_aside_unusable_blocks(
+                entry, line_number=functools.partial(_line_number, parsed.data, span[0])
+            )
             if cleaned is not None:
                 entry, aside = cleaned
                 plan.invalid.extend(aside)
