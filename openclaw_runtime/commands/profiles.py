@@ -10,8 +10,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import click
 
+from .._runtime import Runtime
 from ..auth.cooldown import is_active_unusable_window, is_auth_cooldown_bypassed_for_provider
 from ..auth.profiles import AuthProfile
 from ..auth.state import AuthProfileStoreState
@@ -109,15 +111,27 @@ def profile_rows(config: RuntimeConfig, state: AuthProfileStoreState) -> list[di
 def profiles(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
     """Show each auth profile's health: healthy, cooling down or disabled (never secrets)."""
     config = load_config(ctx)
-    store = open_auth_profile_store(config, path=store_path)
-    rows = profile_rows(config, store.load_sync())
+    if store_path is None and config.backends.auth_store is not None:
+        # the ledger lives in a backend (Redis...): every worker sees the same health
+        where = f"the {config.backends.auth_store!r} auth store"
+        rows = profile_rows(config, anyio.run(_load_backend_ledger, config))
+    else:
+        store = open_auth_profile_store(config, path=store_path)
+        where = str(store.path)
+        rows = profile_rows(config, store.load_sync())
     if as_json:
         click.echo(safe_json(rows, indent=2))
         return
     if not rows:
-        click.echo(f"no auth profiles (store: {store.path})")
+        click.echo(f"no auth profiles (store: {where})")
         return
     width = max(len(row["id"]) for row in rows)
     for row in rows:
         label = f"{row['provider']}/{row['mode']}"
         click.echo(safe(f"{row['id']:<{width}}  {label:<20}  {row['description']}"))
+
+
+async def _load_backend_ledger(config: RuntimeConfig) -> AuthProfileStoreState:
+    """The ledger as the configured ``[backends] auth_store`` holds it."""
+    async with Runtime(config) as runtime:
+        return await runtime.auth_store.load()

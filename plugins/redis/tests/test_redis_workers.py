@@ -230,3 +230,16 @@ def test_a_key_rate_limited_by_one_worker_is_skipped_by_anothers_first_attempt(
         # worker 0: key-a is rate limited, it rotates to key-b; worker 1 starts on key-b
         assert keys == [a, b, b]
         assert not (tmp_path / "w1" / "state" / "auth-profiles.json").exists()
+        # `profiles` on a third worker shows the shared ledger: srv:p0 (key-a) cooling down
+        state = tmp_path / "w2" / "state"
+        shown = subprocess.run(
+            command(config, "profiles", "--json"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=worker_env(state, redis_url, redis_prefix),
+        )
+        assert shown.returncode == 0, shown.stderr
+        health = {row["id"]: row["status"] for row in json.loads(shown.stdout)}
+        assert health == {"srv:p0": "cooling_down", "srv:p1": "healthy"}
