@@ -805,12 +805,19 @@ class SessionManager:
                 self._pending.append(encode_record(entry))
                 self._record([entry])
                 return str(entry["id"])
-            external, entry = await anyio.to_thread.run_sync(
-                lambda: self._locked_append(kind, payload, append_mode, parent)
-            )
-            self._absorb(external)
-            self._record([entry])
-            return str(entry["id"])
+            return await self._append_durably(kind, payload, append_mode, parent)
+
+    async def _append_durably(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        """Write one entry now (the write lock is held): after whatever others appended.
+        Stores that keep transcripts elsewhere (Redis) override this and ``flush``."""
+        external, entry = await anyio.to_thread.run_sync(
+            lambda: self._locked_append(kind, payload, append_mode, parent)
+        )
+        self._absorb(external)
+        self._record([entry])
+        return str(entry["id"])
 
     def _new_entry(
         self,

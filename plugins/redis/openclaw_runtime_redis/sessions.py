@@ -210,35 +210,20 @@ class RedisSessionManager(SessionManager):
             raise TranscriptError(f"session {self.session_id} was removed from Redis")
         return status, int(rest[0]) if rest else 0
 
-    async def _append(
-        self,
-        kind: str,
-        payload: dict[str, Any],
-        append_mode: str | None = None,
-        *,
-        parent: str | None = "append",
+    async def _append_durably(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
     ) -> str:
-        if self.closed:
-            raise TranscriptError(f"session {self.path.name} is closed")
-        if append_mode not in (None, "side"):
-            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
-        async with self._write_lock:
-            if self.durability == "none":
-                entry = self._new_entry(kind, payload, append_mode, parent)
-                self._pending.append(encode_record(entry))
+        while True:
+            entry = self._new_entry(kind, payload, append_mode, parent)
+            status, value = await self._push(
+                [encode_record(entry)], expected_len=self._file_state[1]
+            )
+            if status == 0:
+                self._file_state = (self._file_state[0], value)
                 self._record([entry])
                 return str(entry["id"])
-            while True:
-                entry = self._new_entry(kind, payload, append_mode, parent)
-                status, value = await self._push(
-                    [encode_record(entry)], expected_len=self._file_state[1]
-                )
-                if status == 0:
-                    self._file_state = (self._file_state[0], value)
-                    self._record([entry])
-                    return str(entry["id"])
-                # another worker appended (or rewrote): join its lines, then try again
-                self._absorb(await self._read_external())
+            # another worker appended (or rewrote): join its lines, then try again
+            self._absorb(await self._read_external())
 
     async def flush(self) -> None:
         async with self._write_lock:

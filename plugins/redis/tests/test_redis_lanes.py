@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from openclaw_runtime_redis import (
@@ -75,17 +77,37 @@ async def test_global_lane_caps_concurrency_and_serves_foreground_first(redis_co
             await anyio.sleep(0.02)
             inside -= 1
 
+    waiters_key = redis_conn.key("lane", "main", "waiters")
+
+    async def until(condition: Any) -> None:
+        # wait for a state, not for a time (the machine may be loaded); the state is in Redis,
+        # so it is polled
+        for _ in range(2_000):
+            if await condition():
+                return
+            await anyio.sleep(0.01)
+        raise AssertionError("the lane never reached the expected state")
+
+    async def both_inside() -> bool:
+        return inside == 2
+
+    def queued(n: int) -> Any:
+        async def check() -> bool:
+            return int(await redis_conn.client.zcard(waiters_key)) == n
+
+        return check
+
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             tg.start_soon(blocker)
             tg.start_soon(blocker)
-            await anyio.sleep(0.2)
+            await until(both_inside)
             tg.start_soon(run, "bg", "background")
-            await anyio.sleep(0.05)
+            await until(queued(1))
             tg.start_soon(run, "normal", "normal")
-            await anyio.sleep(0.05)
+            await until(queued(2))
             tg.start_soon(run, "fg", "foreground")
-            await anyio.sleep(0.2)
+            await until(queued(3))
             assert order == []  # both slots taken
             gate.set()
     assert order[0] == "fg"
