@@ -33,11 +33,21 @@ async def test_session_lane_serializes_holders_in_arrival_order(redis_conn: Redi
             await anyio.sleep(0.05)
             inside -= 1
 
+    async def arrived() -> int:
+        # holders + waiters of the lane: how many turns Redis has seen arrive
+        client = redis_conn.client
+        holders, waiters = (redis_conn.key("lane", "session:a", p) for p in ("holders", "waiters"))
+        return int(await client.zcard(holders)) + int(await client.zcard(waiters))
+
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
-            for name in ("one", "two", "three"):
+            for count, name in enumerate(("one", "two", "three"), start=1):
                 tg.start_soon(turn, name)
-                await anyio.sleep(0.02)  # arrival order
+                # arrival order: the next turn starts once Redis has this one (polled state)
+                for _ in range(2_000):
+                    if await arrived() + len(order) - inside >= count:  # + the finished
+                        break
+                    await anyio.sleep(0.005)
     assert order == ["one", "two", "three"]
     assert most == 1
 
