@@ -153,17 +153,26 @@ async def test_a_cancelled_waiter_leaves_the_queue(tmp_path):
 async def test_global_cap_is_per_process_unless_machine_wide(tmp_path, scope, expected_peak):
     processes = [FileLanes(tmp_path, global_cap_scope=scope) for _ in range(2)]
     running, peak = [0], [0]
+    gate = anyio.Event()
 
     async def run(lanes: FileLanes) -> None:
         async with lanes.hold("main", capacity=1):
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-            await anyio.sleep(0.05)
+            await gate.wait()
             running[0] -= 1
+
+    def both_arrived() -> bool:
+        # both inside (per-process caps), or one inside and one queued on the shared record
+        if running[0] == 2:
+            return True
+        return scope == "machine" and running[0] == 1 and len(processes[0].status("main").queue) == 1
 
     async with anyio.create_task_group() as tg:
         for lanes in processes:
             tg.start_soon(run, lanes)
+        await wait_until(both_arrived)
+        gate.set()
     assert peak[0] == expected_peak
     assert processes[0].shares("session:x")
     assert processes[0].shares("main") is (scope == "machine")
