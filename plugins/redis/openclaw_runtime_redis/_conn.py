@@ -57,7 +57,7 @@ class RedisSettings:
         if not url:
             raise ConfigurationError(
                 f"the redis backends need a Redis URL: set {REDIS_URL_ENV} "
-                "(e.g. redis://127.0.0.1:6379/0) or [plugins.redis] url"
+                "(e.g. redis://127.0.0.1:6379/0)"
             )
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigurationError(
@@ -66,7 +66,7 @@ class RedisSettings:
             )
         prefix = settings.get("prefix") or os.environ.get(REDIS_PREFIX_ENV) or DEFAULT_PREFIX
         if not isinstance(prefix, str):
-            raise ConfigurationError(f"[plugins.redis] prefix must be a string, got {prefix!r}")
+            raise ConfigurationError(f"the Redis key prefix must be a string, got {prefix!r}")
         return cls(url=url, prefix=prefix)
 
     def __repr__(self) -> str:  # never show the URL: it may carry a password
