@@ -16,3 +16,20 @@ def test_redis_plugin_is_discovered_and_registers_its_backends():
     kinds = set(BackendSettings.model_fields)
     for kind in kinds:
         assert "redis" in runtime.components.backends[kind].names(), kind
+
+
+def test_settings_need_a_url_and_never_show_it(monkeypatch):
+    import pytest
+    from openclaw_runtime_redis._conn import REDIS_URL_ENV, RedisSettings
+
+    from openclaw_runtime import ConfigurationError
+
+    monkeypatch.delenv(REDIS_URL_ENV, raising=False)
+    with pytest.raises(ConfigurationError, match=REDIS_URL_ENV):
+        RedisSettings.resolve()
+    monkeypatch.setenv(REDIS_URL_ENV, "http://user:hunter2secret@127.0.0.1:6379")
+    with pytest.raises(ConfigurationError, match="redis://") as caught:
+        RedisSettings.resolve()
+    assert "hunter2secret" not in str(caught.value)
+    monkeypatch.setenv(REDIS_URL_ENV, "redis://:hunter2secret@127.0.0.1:6379/0")
+    assert "hunter2secret" not in repr(RedisSettings.resolve())
