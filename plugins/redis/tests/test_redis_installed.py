@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from openclaw_runtime import Runtime
+import pytest
+from openclaw_runtime_redis._conn import REDIS_URL_ENV, RedisSettings
+
+from openclaw_runtime import ConfigurationError, Runtime
 from openclaw_runtime.config import BackendSettings
 
 
@@ -19,11 +22,6 @@ def test_redis_plugin_is_discovered_and_registers_its_backends():
 
 
 def test_settings_need_a_url_and_never_show_it(monkeypatch):
-    import pytest
-    from openclaw_runtime_redis._conn import REDIS_URL_ENV, RedisSettings
-
-    from openclaw_runtime import ConfigurationError
-
     monkeypatch.delenv(REDIS_URL_ENV, raising=False)
     with pytest.raises(ConfigurationError, match=REDIS_URL_ENV):
         RedisSettings.resolve()
