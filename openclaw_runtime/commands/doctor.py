@@ -224,10 +224,14 @@ def _auth(runtime: Runtime) -> tuple[list[Check], list[AuthProfile]]:
     store = runtime.auth_store
     load = getattr(store, "load_sync", None)
     path = Path(getattr(store, "path", config.auth_store_path()))
-    if load is None:
-        rows.append(
-            Check("warn", "auth store", f"{type(store).__name__}: not checked (async only)")
-        )
+    if load is None:  # a backend ([backends] auth_store, e.g. Redis): reading it is the check
+        where = f"{config.backends.auth_store!r} auth store backend"
+        try:
+            state = anyio.run(store.load)
+        except Exception as exc:
+            rows.append(Check("fail", "auth store", f"{where}: {safe(exc)}"))
+        else:
+            rows.append(Check("ok", "auth store", f"{where}, {len(state.profiles)} profile(s)"))
     else:
         try:
             state = load()

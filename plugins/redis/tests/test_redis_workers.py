@@ -243,3 +243,16 @@ def test_a_key_rate_limited_by_one_worker_is_skipped_by_anothers_first_attempt(
         assert shown.returncode == 0, shown.stderr
         health = {row["id"]: row["status"] for row in json.loads(shown.stdout)}
         assert health == {"srv:p0": "cooling_down", "srv:p1": "healthy"}
+        # and `doctor` there checks the Redis ledger itself (a read), not a local file
+        checked = subprocess.run(
+            command(config, "doctor", "--json"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=worker_env(state, redis_url, redis_prefix),
+        )
+        rows = {row["check"]: row for row in json.loads(checked.stdout)}
+        assert rows["auth store"]["status"] == "ok", rows["auth store"]
+        assert "'redis' auth store backend" in rows["auth store"]["detail"]
+        assert "cooling down" in rows["profile srv:p0"]["detail"]
