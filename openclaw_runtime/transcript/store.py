@@ -84,6 +84,7 @@ __all__ = [
     "SessionManager",
     "TranscriptRewriteResult",
     "build_session_context",
+    "checked_rewrite_records",
     "entry_message",
     "parse_timestamp_ms",
 ]
@@ -979,15 +980,7 @@ class SessionManager:
 
         Readers of the file see the old content or the new one, never a mix.
         """
-        records = [dict(entry) for entry in entries]
-        seen: set[str] = set()
-        for index, record in enumerate(records):
-            problem = entry_problem(record)
-            if problem is not None:
-                raise TranscriptError(f"entry {index} {problem}")
-            if record["id"] in seen:
-                raise TranscriptError(f"entry {index} reuses id {record['id']}")
-            seen.add(record["id"])
+        records = checked_rewrite_records(entries)
         async with self._write_lock:
             if self._pending:
                 raise TranscriptError("flush() buffered appends before rewriting the session")
@@ -1088,6 +1081,21 @@ class SessionManager:
 
 _BASE_KEYS = frozenset({"type", "id", "parentId", "timestamp"})
 _NOT_CACHED: Any = object()
+
+
+def checked_rewrite_records(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of ``entries`` for a whole-session rewrite; ``TranscriptError`` naming the first
+    entry that is malformed or reuses an id (every session store checks the same way)."""
+    records = [dict(entry) for entry in entries]
+    seen: set[str] = set()
+    for index, record in enumerate(records):
+        problem = entry_problem(record)
+        if problem is not None:
+            raise TranscriptError(f"entry {index} {problem}")
+        if record["id"] in seen:
+            raise TranscriptError(f"entry {index} reuses id {record['id']}")
+        seen.add(record["id"])
+    return records
 
 
 @dataclass

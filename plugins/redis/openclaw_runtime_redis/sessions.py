@@ -35,10 +35,16 @@ import orjson
 
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.transcript.entries import iso_timestamp, make_header
-from openclaw_runtime.transcript.jsonl import encode_record, entry_problem, parse_session_bytes
+from openclaw_runtime.transcript.jsonl import encode_record, parse_session_bytes
 from openclaw_runtime.transcript.repair import plan_session_repair
 from openclaw_runtime.transcript.session_ids import validate_session_id
-from openclaw_runtime.transcript.store import SessionManager, _External, _parse_appended, _Tree
+from openclaw_runtime.transcript.store import (
+    SessionManager,
+    _External,
+    _parse_appended,
+    _Tree,
+    checked_rewrite_records,
+)
 
 from ._conn import RedisConnection
 from .lanes import FENCE_CHECK, StaleFencingTokenError, current_fences, fence_args
@@ -248,15 +254,7 @@ class RedisSessionManager(SessionManager):
             self._message_cache.clear()
 
     async def rewrite_entries(self, entries: list[dict[str, Any]]) -> None:
-        records = [dict(entry) for entry in entries]
-        seen: set[str] = set()
-        for index, record in enumerate(records):
-            problem = entry_problem(record)
-            if problem is not None:
-                raise TranscriptError(f"entry {index} {problem}")
-            if record["id"] in seen:
-                raise TranscriptError(f"entry {index} reuses id {record['id']}")
-            seen.add(record["id"])
+        records = checked_rewrite_records(entries)
         async with self._write_lock:
             if self._pending:
                 raise TranscriptError("flush() buffered appends before rewriting the session")
