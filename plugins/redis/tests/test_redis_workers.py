@@ -61,6 +61,20 @@ def worker_env(state: Path, url: str, prefix: str) -> dict[str, str]:
     return env
 
 
+def cli_json(
+    config: Path, state: Path, cwd: Path, url: str, prefix: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """One CLI command as a separate worker (its own state dir, the shared Redis)."""
+    return subprocess.run(
+        command(config, *args),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=worker_env(state, url, prefix),
+    )
+
+
 def spawn(config: Path, state: Path, url: str, prefix: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         command(config, "run", *args),
@@ -159,13 +173,8 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
         assert [r.message_count for r in server.requests] == [1, 3, 5]
         # and any other worker (a fourth, empty state dir) reads it with `sessions show`
         state = tmp_path / "w3" / "state"
-        shown = subprocess.run(
-            command(config, "sessions", "show", "chat-1", "--json"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=worker_env(state, redis_url, redis_prefix),
+        shown = cli_json(
+            config, state, tmp_path, redis_url, redis_prefix, "sessions", "show", "chat-1", "--json"
         )
         assert shown.returncode == 0, shown.stderr
         document = json.loads(shown.stdout)
@@ -181,13 +190,8 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
             "turn 2",
         ]
         # `sessions list` there lists it from Redis (no transcript file on this worker's disk)
-        listed = subprocess.run(
-            command(config, "sessions", "list", "--json"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=worker_env(state, redis_url, redis_prefix),
+        listed = cli_json(
+            config, state, tmp_path, redis_url, redis_prefix, "sessions", "list", "--json"
         )
         assert listed.returncode == 0, listed.stderr
         rows = json.loads(listed.stdout)
@@ -198,13 +202,8 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
         assert not list(state.glob("sessions/*.jsonl"))
         # `compact` from that fourth worker finds the Redis session and runs under its lane
         # (three short turns: nothing to compact; rewrites are covered in test_redis_sessions)
-        compacted = subprocess.run(
-            command(config, "compact", "chat-1", "--json"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=worker_env(state, redis_url, redis_prefix),
+        compacted = cli_json(
+            config, state, tmp_path, redis_url, redis_prefix, "compact", "chat-1", "--json"
         )
         assert compacted.returncode == 0, compacted.stderr
         outcome = json.loads(compacted.stdout)
@@ -232,26 +231,12 @@ def test_a_key_rate_limited_by_one_worker_is_skipped_by_anothers_first_attempt(
         assert not (tmp_path / "w1" / "state" / "auth-profiles.json").exists()
         # `profiles` on a third worker shows the shared ledger: srv:p0 (key-a) cooling down
         state = tmp_path / "w2" / "state"
-        shown = subprocess.run(
-            command(config, "profiles", "--json"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=worker_env(state, redis_url, redis_prefix),
-        )
+        shown = cli_json(config, state, tmp_path, redis_url, redis_prefix, "profiles", "--json")
         assert shown.returncode == 0, shown.stderr
         health = {row["id"]: row["status"] for row in json.loads(shown.stdout)}
         assert health == {"srv:p0": "cooling_down", "srv:p1": "healthy"}
         # and `doctor` there checks the Redis ledger itself (a read), not a local file
-        checked = subprocess.run(
-            command(config, "doctor", "--json"),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=worker_env(state, redis_url, redis_prefix),
-        )
+        checked = cli_json(config, state, tmp_path, redis_url, redis_prefix, "doctor", "--json")
         rows = {row["check"]: row for row in json.loads(checked.stdout)}
         assert rows["auth store"]["status"] == "ok", rows["auth store"]
         assert "'redis' auth store backend" in rows["auth store"]["detail"]
