@@ -31,6 +31,7 @@ from ._exceptions import (
 from ._markers import hookimpl
 from ._runtime import Runtime
 from ._types import RunBlock
+from ._version import __version__
 from .abort import AbortController, AbortError, AbortSignal, TurnHandoff
 from .agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, tool
 from .config import RuntimeConfig
@@ -48,8 +49,6 @@ from .messages import (
     UserMessage,
 )
 from .redaction import redact, register_secret
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AbortController",

@@ -12,6 +12,7 @@ it raises ``PluginLoadError``. Two distributions declaring the same entry-point 
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import warnings
@@ -22,7 +23,8 @@ from typing import Any, Literal
 import pluggy
 from stevedore import ExtensionManager, NamedExtensionManager
 
-from . import hookspecs
+import openclaw_runtime.hookspecs as hookspecs  # the submodule, not the package face
+
 from ._exceptions import (
     ConfigurationError,
     HookError,
@@ -32,6 +34,7 @@ from ._exceptions import (
     PluginValidationError,
 )
 from ._markers import PROJECT_NAME
+from ._version import __version__
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -242,8 +245,6 @@ def get_plugin_manager(
     pm.strict = strict
     pm.hook.runtime_add_hookspecs.call_historic(kwargs={"pm": pm})
 
-    import importlib
-
     for name, module_path in BUILTIN_PLUGINS:
         _register(
             pm, importlib.import_module(module_path), name, PluginRecord(name, "builtin"), strict
@@ -349,7 +350,7 @@ def _warn(message: str) -> None:
 
 def _distributions_by_entry_point() -> dict[tuple[str, str], tuple[str, str]]:
     """(entry-point name, value) → (distribution name, version) for our group."""
-    import importlib_metadata
+    import importlib_metadata  # lazy: start-up time (only `plugins` listings need it)
 
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -360,6 +361,4 @@ def _distributions_by_entry_point() -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def _core_version() -> str:
-    from . import __version__
-
     return __version__

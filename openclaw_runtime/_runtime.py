@@ -1,11 +1,10 @@
-"""``Runtime``: one configured host. It owns a plugin manager, the component registries
-collected from plugins, and ``Hooks``, the typed facade that is the only caller of hooks.
+"""``Runtime``: one configured host, and the door to runs, compaction and plugin introspection.
 
-Hooks are called one implementation at a time so every answer, registration and failure is
-attributed to the plugin by name. Every call goes through the runtime's ``PluginGuard``
-(``openclaw_runtime.containment``): a plugin that raises is recorded (``runtime.hooks.faults``,
-the run's ``plugin_fault`` events and ``RunResult.faults``, the persisted fault record) and
-skipped; repeated faults quarantine it (a circuit breaker). It never takes the run down.
+It owns a plugin manager, the ``Components`` collected from plugins (``_components``), and
+``Hooks`` (``_hooks``), the typed facade that is the only caller of hooks, every call guarded
+by the runtime's ``PluginGuard``. It builds the backends its runs share (``_backend_selection``)
+and hands itself to the runner as the ``RunHost`` the runner asks for; the runner never
+imports it. The rows of ``openclaw-runtime plugins`` are joined in ``_plugin_report``.
 """
 
 from __future__ import annotations
@@ -13,58 +12,37 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
-import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._exceptions import (
-    ComponentNotFoundError,
-    ConfigurationError,
-    HookError,
-    OpenClawRuntimeError,
-    OpenClawRuntimeWarning,
-    RunBlockedError,
-    UnknownBackendError,
-)
-from ._plugins import (
-    HookCall,
-    OpenClawPluginManager,
-    PluginRecord,
-    get_plugin_manager,
-    resolve_plugin_policy,
-)
-from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, ComponentRegistry, Registration
-from ._types import RunBlock
+from ._backend_selection import build_backend, check_backend_names
+from ._components import Components, component_clashes
+from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
+from ._hooks import Hooks
+from ._plugin_report import plugin_report
+from ._plugins import PluginRecord, get_plugin_manager, resolve_plugin_policy
+from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
 from .agent import Agent, AgentTool
-from .backends import BACKEND_KINDS, EMBEDDED_BACKEND
 from .config import PluginSettings, RuntimeConfig
-from .containment import (
-    BreakerPolicy,
-    FaultRecord,
-    PluginFault,
-    PluginGuard,
-    component_unit,
-)
-from .containment.proxy import GuardedBackend, backend_error
+from .containment import BreakerPolicy, FaultRecord, PluginGuard, component_unit
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
 from .events import Event
 from .failover.events import redact_secret_text
-from .failover.reasons import FailoverClassification, FailoverSignal
 from .llm import Model, StreamFn
 from .messages import UserMessage
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
 from .repair.compose import apply_stream_repairers, guard_stream_repairers
+from .runner.compact import compact_session_queued
+from .runner.request import RunRequest
+from .runner.run import run_embedded_agent
 from .runner.services import RunServices
-from .transcript.policy import TranscriptPolicy
 from .transcript.sanitize import guard_transcript_sanitizer
 
 if TYPE_CHECKING:
     from .backends import AuthStore, LaneBackend, Session, SessionIndex, SessionStore, SteeringStore
 
-__all__ = ["BACKEND_KINDS", "Components", "Hooks", "PluginFault", "Runtime"]
+__all__ = ["Runtime"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime"))
 
@@ -78,314 +56,6 @@ def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
     )
 
 
-@dataclass
-class Components:
-    """Everything plugins registered, by slot."""
-
-    providers: ComponentRegistry[StreamFn] = field(
-        default_factory=lambda: ComponentRegistry("provider API")
-    )
-    models: ModelRegistry = field(default_factory=ModelRegistry)
-    context_engines: ComponentRegistry[Callable[..., Any]] = field(
-        default_factory=lambda: _engine_registry()
-    )
-    transcript_sanitizers: ComponentRegistry[Callable[..., Any]] = field(
-        default_factory=lambda: ComponentRegistry("transcript sanitizer")
-    )
-    stream_repairers: ComponentRegistry[Callable[..., Any]] = field(
-        default_factory=lambda: ComponentRegistry("stream repairer")
-    )
-    tool_call_formats: ComponentRegistry[Any] = field(
-        default_factory=lambda: ComponentRegistry("tool-call format")
-    )
-    backends: dict[str, ComponentRegistry[Callable[..., Any]]] = field(
-        default_factory=lambda: {
-            kind: ComponentRegistry(f"{kind} backend") for kind in BACKEND_KINDS
-        }
-    )
-
-
-def _engine_registry() -> ComponentRegistry[Callable[..., Any]]:
-    from ._exceptions import UnknownContextEngineError
-
-    return ComponentRegistry("context engine", not_found=UnknownContextEngineError)
-
-
-class _Registrar:
-    """The ``register`` callback handed to one plugin for one registration hook."""
-
-    def __init__(self, plugin: str | None, hook_name: str) -> None:
-        self.plugin = plugin
-        self.hook_name = hook_name
-        self.pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-        self.closed = False
-
-    def __call__(self, *args: Any, **options: Any) -> None:
-        if self.closed:
-            raise ConfigurationError(
-                f"plugin {self.plugin!r} called register() of {self.hook_name} after the hook "
-                "returned; register components while the hook runs"
-            )
-        self.pending.append((args, options))
-
-    def close(self) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-        self.closed = True
-        return self.pending
-
-
-class Hooks:
-    """Typed, guarded calls of every hook; nothing else in the host calls ``pm.hook``."""
-
-    def __init__(
-        self,
-        pm: OpenClawPluginManager,
-        *,
-        strict: bool = False,
-        trace: bool = False,
-        guard: PluginGuard | None = None,
-    ):
-        self._pm = pm
-        self.strict = strict
-        self.trace = trace
-        self.guard = guard or PluginGuard()
-        self.observes_events = bool(self._impls("on_agent_event"))
-        for plugin, exc in pm.hookspec_faults:
-            self.record_fault(plugin, "runtime_add_hookspecs", exc)
-
-    @property
-    def faults(self) -> list[PluginFault]:
-        """Every plugin fault this runtime saw, oldest first."""
-        return self.guard.faults
-
-    # plumbing ---------------------------------------------------------------------------------
-
-    def _impls(self, hook_name: str) -> list[Any]:
-        caller = getattr(self._pm.hook, hook_name)
-        # pluggy calls the last registered (and tryfirst) implementations first
-        return [i for i in reversed(caller.get_hookimpls()) if not (i.wrapper or i.hookwrapper)]
-
-    def _call(self, impl: Any, hook_name: str, kwargs: Mapping[str, Any]) -> Any:
-        monitors = self._pm.call_monitors
-        try:
-            result = impl.function(*(kwargs[name] for name in impl.argnames))
-        except Exception as exc:
-            for monitor in monitors:
-                monitor(HookCall(hook_name, impl.plugin_name, kwargs, error=exc))
-            raise
-        for monitor in monitors:
-            monitor(HookCall(hook_name, impl.plugin_name, kwargs, result))
-        if self.trace:
-            sys.stderr.write(f"[openclaw_runtime] {hook_name} <- {impl.plugin_name}: {result!r}\n")
-        return result
-
-    def _fault(self, impl: Any, hook_name: str, exc: Exception) -> None:
-        exc.add_note(f"raised by plugin {impl.plugin_name!r} in hook {hook_name!r}")
-        self.record_fault(impl.plugin_name, hook_name, exc)
-
-    def record_fault(
-        self,
-        plugin: str | None,
-        hook_name: str,
-        exc: BaseException | str,
-        *,
-        unit: str | None = None,
-        quarantine: bool = False,
-    ) -> PluginFault:
-        """Remember that ``plugin`` failed in ``hook_name`` (``unit``: the breaker unit,
-        default the hook); shown by ``plugins``, on the run's events and result."""
-        return self.guard.fault(plugin, hook_name, exc, unit=unit, quarantine=quarantine)
-
-    def _first(self, hook_name: str, kwargs: Mapping[str, Any]) -> tuple[Any, str | None]:
-        guard = self.guard
-        for impl in self._impls(hook_name):
-            plugin = impl.plugin_name
-            if not guard.admits(plugin, hook_name):
-                continue
-            try:
-                result = self._call(impl, hook_name, kwargs)
-            except Exception as exc:
-                self._fault(impl, hook_name, exc)
-                continue
-            guard.succeeded(plugin, hook_name)
-            if result is not None:
-                return result, plugin
-        return None, None
-
-    def _each(self, hook_name: str, kwargs: Mapping[str, Any]) -> None:
-        guard = self.guard
-        for impl in self._impls(hook_name):
-            plugin = impl.plugin_name
-            if not guard.admits(plugin, hook_name):
-                continue
-            try:
-                self._call(impl, hook_name, kwargs)
-            except Exception as exc:
-                self._fault(impl, hook_name, exc)
-                continue
-            guard.succeeded(plugin, hook_name)
-
-    def collect(
-        self, hook_name: str, commit: Callable[[str | None, tuple[Any, ...], dict[str, Any]], None]
-    ) -> None:
-        """Call a registration hook plugin by plugin; commit what each plugin registered.
-
-        A plugin's registrations are committed only if its hook returned normally, so a
-        plugin that raises halfway leaves nothing half-registered.
-        """
-        for impl in self._impls(hook_name):
-            registrar = _Registrar(impl.plugin_name, hook_name)
-            try:
-                self._call(impl, hook_name, {"register": registrar})
-            except OpenClawRuntimeError:
-                raise
-            except Exception as exc:
-                if self.strict:
-                    raise HookError(
-                        f"plugin {impl.plugin_name!r} raised in {hook_name}: {exc}",
-                        hook_name=hook_name,
-                        plugin_name=impl.plugin_name,
-                    ) from exc
-                self._fault(impl, hook_name, exc)
-                continue
-            for args, options in registrar.close():
-                try:
-                    commit(impl.plugin_name, args, options)
-                except (TypeError, ValueError) as exc:
-                    raise ConfigurationError(
-                        f"plugin {impl.plugin_name!r} called register() of {hook_name} "
-                        f"with bad arguments: {exc}"
-                    ) from exc
-
-    # typed hooks -------------------------------------------------------------------------------
-
-    def runtime_configured(self, runtime: Runtime) -> None:
-        """Tell every plugin the runtime is ready."""
-        self._each("runtime_configured", {"runtime": runtime})
-
-    def runtime_shutdown(self, runtime: Runtime) -> None:
-        """Tell every plugin the runtime is closing."""
-        self._each("runtime_shutdown", {"runtime": runtime})
-
-    def before_agent_run(
-        self,
-        *,
-        session_id: str | None,
-        session_key: str | None,
-        prompt: str,
-        provider: str,
-        model: str,
-        trigger: str,
-    ) -> tuple[RunBlock | None, str | None]:
-        """The first veto and the plugin that issued it, or ``(None, None)``."""
-        kwargs = {
-            "session_id": session_id,
-            "session_key": session_key,
-            "prompt": prompt,
-            "provider": provider,
-            "model": model,
-            "trigger": trigger,
-        }
-        result, plugin = self._first("before_agent_run", kwargs)
-        if result is None:
-            return None, None
-        if isinstance(result, str):
-            result = RunBlock(result)
-        return result, plugin
-
-    def on_agent_event(self, event: Event, session_id: str | None) -> None:
-        """Hand an event to every observer."""
-        if self.observes_events:
-            self._each("on_agent_event", {"event": event, "session_id": session_id})
-
-    def classify_failover(
-        self, signal: FailoverSignal
-    ) -> tuple[FailoverClassification | None, str | None]:
-        """The first classification and the plugin that gave it."""
-        kwargs = {
-            "signal": signal,
-            "provider": signal.provider,
-            "model": signal.model,
-            "status": signal.status,
-            "message": signal.message,
-            "code": signal.code,
-            "error_type": signal.error_type,
-        }
-        return self._first("classify_failover", kwargs)
-
-    def validate_replay_turns(
-        self, messages: list[Any], policy: TranscriptPolicy
-    ) -> tuple[list[Any] | None, str | None]:
-        """The first validator's answer and its plugin."""
-        return self._first("validate_replay_turns", {"messages": messages, "policy": policy})
-
-    def collect_components(self, config: RuntimeConfig) -> Components:
-        """Run every registration hook and return the filled registries.
-
-        A component-name clash is settled by the registry (``[plugins] prefer``, built-ins
-        first, else the first registration) and reported with a warning; it never raises.
-        """
-        components = Components()
-        prefer = dict(config.plugins.prefer)
-        load_order = {name: index for index, name in enumerate(self._pm.records)}
-        components.models.prefer, components.models.load_order = prefer, load_order
-        for registry in _registries(components):
-            registry.prefer, registry.load_order = prefer, load_order
-
-        def named(
-            registry: ComponentRegistry[Any],
-        ) -> Callable[[str | None, tuple[Any, ...], dict[str, Any]], None]:
-            def commit(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
-                name, component = args
-                registry.add(name, component, plugin=plugin, **options)
-
-            return commit
-
-        def model(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
-            (value,) = args
-            components.models.add(value, aliases=tuple(options.get("aliases", ())), plugin=plugin)
-
-        def backend(plugin: str | None, args: tuple[Any, ...], options: dict[str, Any]) -> None:
-            kind, name, factory = args
-            if kind not in components.backends:
-                raise ConfigurationError(
-                    f"plugin {plugin!r} registered a backend of unknown kind {kind!r}; "
-                    f"kinds: {', '.join(BACKEND_KINDS)}"
-                )
-            components.backends[kind].add(name, factory, plugin=plugin)
-
-        self.collect("register_providers", named(components.providers))
-        self.collect("register_models", model)
-        for configured in config.models:
-            components.models.add(configured, plugin=None)
-        self.collect("register_context_engines", named(components.context_engines))
-        self.collect("register_transcript_sanitizers", named(components.transcript_sanitizers))
-        self.collect("register_stream_repairers", named(components.stream_repairers))
-        self.collect("register_tool_call_formats", named(components.tool_call_formats))
-        self.collect("register_backends", backend)
-        for clash in component_clashes(components):
-            logger.warning("%s", clash.message())
-            warnings.warn(clash.message(), OpenClawRuntimeWarning, stacklevel=2)
-        return components
-
-
-def _registries(components: Components) -> list[ComponentRegistry[Any]]:
-    return [
-        components.providers,
-        components.context_engines,
-        components.transcript_sanitizers,
-        components.stream_repairers,
-        components.tool_call_formats,
-        *components.backends.values(),
-    ]
-
-
-def component_clashes(components: Components) -> list[ComponentClash]:
-    """Every component-name clash, models included, in slot order."""
-    out: list[ComponentClash] = []
-    for registry in _registries(components):
-        out.extend(registry.clashes)
-    out.extend(components.models.clashes)
-    return out
 
 
 class Runtime:
@@ -602,40 +272,13 @@ class Runtime:
 
     def _check_backend_names(self) -> None:
         """``UnknownBackendError`` for the first ``[backends]`` name nothing registered."""
-        for kind in BACKEND_KINDS:
-            name = getattr(self.config.backends, kind)
-            if name is None or name == EMBEDDED_BACKEND:
-                continue
-            registry = self.components.backends[kind]
-            if name not in registry:
-                raise UnknownBackendError(kind, name, registry.names())
+        check_backend_names(self.config, self.components)
 
     def _backend(self, kind: str) -> Any:
-        """Build the ``[backends]`` backend of ``kind``: the embedded default when unset, else
-        the registered one of that name (plugin backends behind ``GuardedBackend``)."""
-        from .builtins.backends import EMBEDDED_FACTORIES
-
-        name = getattr(self.config.backends, kind)
-        if name is None:
-            return EMBEDDED_FACTORIES[kind](self)
-        registry = self.components.backends[kind]
-        try:
-            registration = registry.registration(name)
-        except ComponentNotFoundError:
-            if name == EMBEDDED_BACKEND:  # the built-in plugin was blocked: still the default
-                return EMBEDDED_FACTORIES[kind](self)
-            raise UnknownBackendError(kind, name, registry.names()) from None
-        plugin = registration.plugin
-        if plugin is not None and plugin.startswith(BUILTIN_PLUGIN_PREFIX):
-            return registration.component(self)
-        label = f"{kind}:{name}"
-        try:
-            backend = registration.component(self)
-        except OpenClawRuntimeError:
-            raise
-        except Exception as exc:
-            raise backend_error(self.guard, plugin, label, "its factory", exc) from exc
-        return GuardedBackend(backend, self.guard, plugin, label)
+        """Build the ``[backends]`` backend of ``kind`` (see ``_backend_selection``)."""
+        return build_backend(
+            kind, self, config=self.config, components=self.components, guard=self.guard
+        )
 
     @property
     def lanes(self) -> LaneBackend:
@@ -711,9 +354,6 @@ class Runtime:
         ``model``, ``tools``, ``trigger``, ``timeout_s`` ...), or pass a ``request``.
         ``on_event`` receives every run, fallback and agent event. Returns a ``RunResult``.
         """
-        from .runner.request import RunRequest
-        from .runner.run import run_embedded_agent
-
         if request is None:
             if prompt is None:
                 raise TypeError("runtime.run() needs a prompt or a request")
@@ -736,8 +376,6 @@ class Runtime:
         Not for use inside a run of the same session (``LaneReentryError``): the run loop
         compacts directly.
         """
-        from .runner.compact import compact_session_queued
-
         return await compact_session_queued(
             self,
             session_id=session_id,
@@ -762,61 +400,16 @@ class Runtime:
         ``clashes`` it took part in. Plugins that only appear in the fault record (not loaded
         now) get a row with status ``not loaded``.
         """
-        faults: dict[str | None, list[PluginFault]] = {}
-        for fault in self.hooks.faults:
-            faults.setdefault(fault.plugin, []).append(fault)
-        quarantines: dict[str | None, list[dict[str, Any]]] = {}
-        if self._context_slot is not None:
-            for quarantine in self._context_slot.list_quarantines():
-                quarantines.setdefault(quarantine.owner, []).append(quarantine.to_dict())
-        for open_unit in self.guard.quarantines():
-            if not open_unit.unit.startswith("context_engine:"):
-                quarantines.setdefault(open_unit.plugin, []).append(open_unit.to_dict())
-        recorded: dict[str | None, list[dict[str, Any]]] = {}
-        for entry in self.recorded_plugin_faults():
-            recorded.setdefault(entry.get("plugin"), []).append(entry)
-        clashes: dict[str | None, list[dict[str, Any]]] = {}
-        for clash in self.component_clashes():
-            for plugin in dict.fromkeys((clash.kept, clash.dropped)):
-                clashes.setdefault(plugin, []).append(clash.to_dict())
-        out = []
-        for record in self.plugin_records():
-            out.append(
-                {
-                    "name": record.name,
-                    "source": record.source,
-                    "status": record.status,
-                    "distribution": record.distribution,
-                    "version": record.version,
-                    "entry_point": record.entry_point,
-                    "hooks": record.hooks,
-                    "load_error": record.error,
-                    "hook_errors": [
-                        {"hook": f.hook, "error": f.error} for f in faults.get(record.name, [])
-                    ],
-                    "faults": recorded.pop(record.name, []),
-                    "quarantines": quarantines.get(record.name, []),
-                    "clashes": clashes.get(record.name, []),
-                }
-            )
-        for name, entries in recorded.items():
-            out.append(
-                {
-                    "name": name or "(unknown plugin)",
-                    "source": "record",
-                    "status": "not loaded",
-                    "distribution": None,
-                    "version": None,
-                    "entry_point": None,
-                    "hooks": [],
-                    "load_error": None,
-                    "hook_errors": [],
-                    "faults": entries,
-                    "quarantines": [],
-                    "clashes": [],
-                }
-            )
-        return out
+        return plugin_report(
+            self.plugin_records(),
+            faults=self.hooks.faults,
+            engine_quarantines=(
+                self._context_slot.list_quarantines() if self._context_slot is not None else ()
+            ),
+            guard_quarantines=self.guard.quarantines(),
+            recorded_faults=self.recorded_plugin_faults(),
+            clashes=self.component_clashes(),
+        )
 
     def recorded_plugin_faults(self) -> list[dict[str, Any]]:
         """The persisted fault record (every process), oldest first; never raises."""

@@ -1,10 +1,14 @@
-"""Small shared types of the plugin contract: registration callbacks and hook answers."""
+"""Small shared types of the plugin contract: registration callbacks, hook answers and the
+view of the ``Runtime`` that lifecycle hooks receive."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .config import RuntimeConfig
 
 __all__ = [
     "RegisterBackend",
@@ -12,6 +16,7 @@ __all__ = [
     "RegisterModel",
     "RegisterOrdered",
     "RunBlock",
+    "RuntimeView",
 ]
 
 
@@ -45,3 +50,12 @@ class RegisterBackend(Protocol):
     (``openclaw_runtime.backends.BACKEND_KINDS``)."""
 
     def __call__(self, kind: str, name: str, factory: Callable[..., Any], /) -> None: ...
+
+
+class RuntimeView(Protocol):
+    """The ``Runtime`` as the lifecycle hooks name it (``runtime_configured``,
+    ``runtime_shutdown``): typed by this protocol so the plugin contract never imports the
+    host, which imports the contract."""
+
+    @property
+    def config(self) -> RuntimeConfig: ...

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__
 from ._runtime import Runtime
+from ._version import __version__
 from .commands import chat, compact, doctor, run, sessions
 from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
 from .commands.profiles import profiles

@@ -28,8 +28,14 @@ from ._markers import hookspec
 if TYPE_CHECKING:
     import pluggy
 
-    from ._runtime import Runtime
-    from ._types import RegisterBackend, RegisterComponent, RegisterModel, RegisterOrdered, RunBlock
+    from ._types import (
+        RegisterBackend,
+        RegisterComponent,
+        RegisterModel,
+        RegisterOrdered,
+        RunBlock,
+        RuntimeView,
+    )
     from .events import Event
     from .failover.reasons import FailoverClassification, FailoverSignal
     from .transcript.policy import TranscriptPolicy
@@ -71,7 +77,7 @@ def runtime_add_hookspecs(pm: pluggy.PluginManager) -> None:
 
 
 @hookspec(historic=True)
-def runtime_configured(runtime: Runtime) -> None:
+def runtime_configured(runtime: RuntimeView) -> None:
     """The runtime finished loading plugins and its configuration.
 
     Called once per ``Runtime``; plugins registered later still receive it (historic).
@@ -84,7 +90,7 @@ def runtime_configured(runtime: Runtime) -> None:
 
 
 @hookspec
-def runtime_shutdown(runtime: Runtime) -> None:
+def runtime_shutdown(runtime: RuntimeView) -> None:
     """The runtime is closing; release connections and background tasks.
 
     Called once, from ``Runtime.aclose()``. Every implementation is called even if one raises.

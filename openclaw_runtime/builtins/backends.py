@@ -13,20 +13,21 @@ from typing import Any
 
 from .._markers import hookimpl
 from .._types import RegisterBackend
+from ..auth.store import open_auth_profile_store
 from ..backends import EMBEDDED_BACKEND
 from ..redaction import package_logger
+from ..runner.file_lanes import FileLanes
+from ..runner.session_index import JsonFileSessionIndex
+from ..runner.steering import JsonFileSteeringStore
+from ..transcript.store import JsonlSessionStore
 
 __all__ = ["EMBEDDED_FACTORIES", "register_backends"]
 
-
-# the implementations are imported when first built: plugin loading stays cheap
 
 
 def _lanes(runtime: Any) -> Any:
     """``FileLanes`` in ``<state_dir>/lanes``: session lanes hold across the processes on one
     state dir; the global cap is per process unless ``[agent] global_cap_scope = "machine"``."""
-    from ..runner.file_lanes import FileLanes
-
     return FileLanes(
         runtime.config.state_dir.expanduser() / "lanes",
         global_cap_scope=runtime.config.agent.global_cap_scope,
@@ -35,22 +36,16 @@ def _lanes(runtime: Any) -> Any:
 
 def _auth_store(runtime: Any) -> Any:
     """The locked JSON ledger (``auth.store_path`` or ``<state_dir>/auth-profiles.json``)."""
-    from ..auth.store import open_auth_profile_store
-
     return open_auth_profile_store(runtime.config)
 
 
 def _steering_store(runtime: Any) -> Any:
     """``<state_dir>/subagents/runs.json`` under a file lock."""
-    from ..runner.steering import JsonFileSteeringStore
-
     return JsonFileSteeringStore(runtime.config.state_dir.expanduser() / "subagents" / "runs.json")
 
 
 def _session_index(runtime: Any) -> Any:
     """``<state_dir>/sessions/index.json`` under a file lock."""
-    from ..runner.session_index import JsonFileSessionIndex
-
     return JsonFileSessionIndex(runtime.sessions_dir / "index.json")
 
 
@@ -60,8 +55,6 @@ def _session_store(runtime: Any) -> Any:
     Appends are buffered and flushed at every turn end, so a crash loses at most the turn in
     flight and a turn costs one locked write instead of one per message.
     """
-    from ..transcript.store import JsonlSessionStore
-
     return JsonlSessionStore(
         runtime.sessions_dir,
         durability="none",
