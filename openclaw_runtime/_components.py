@@ -32,9 +32,7 @@ class Components:
         default_factory=lambda: ComponentRegistry("provider API")
     )
     models: ModelRegistry = field(default_factory=ModelRegistry)
-    context_engines: ComponentRegistry[Callable[..., Any]] = field(
-        default_factory=_engine_registry
-    )
+    context_engines: ComponentRegistry[Callable[..., Any]] = field(default_factory=_engine_registry)
     transcript_sanitizers: ComponentRegistry[Callable[..., Any]] = field(
         default_factory=lambda: ComponentRegistry("transcript sanitizer")
     )

@@ -56,8 +56,6 @@ def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
     )
 
 
-
-
 class Runtime:
     """A configured openclaw-runtime host.
 

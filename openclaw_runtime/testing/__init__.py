@@ -44,13 +44,7 @@ event sequences.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
-from .._plugins import HookCall, OpenClawPluginManager
-from ..events import AssistantMessageEvent, AssistantMessageEventStream, Event
-from ..llm import Model
 from ..providers.fake import (
     FakeError,
     FakeProvider,
@@ -62,136 +56,24 @@ from ..providers.fake import (
     thinking,
     tool_call,
 )
-from .openai_server import (
-    Fault,
-    FaultInjectingOpenAIServer,
-    KeyBehavior,
-    Reply,
-    ServedRequest,
-)
+from .fakes import fake_model, scripted_stream
+from .openai_server import Fault, FaultInjectingOpenAIServer, KeyBehavior, Reply, ServedRequest
+from .plugin_set import PluginSet
+from .recorders import EventRecorder, HookRecorder, event_label
 from .server import HANG, LocalHTTPServer, Pause, RecordedRequest, ScriptedReply, sse_body
 
 __all__ = [
-    "HANG",
-    "EventRecorder",
-    "FakeError",
-    "FakeProvider",
-    "FakeRequest",
-    "FakeResponse",
-    "Fault",
-    "FaultInjectingOpenAIServer",
-    "HookRecorder",
-    "KeyBehavior",
-    "LocalHTTPServer",
-    "Pause",
-    "PluginSet",
-    "RecordedRequest",
-    "Reply",
-    "ScriptedReply",
-    "ServedRequest",
-    "delay",
-    "event_label",
-    "fake_model",
-    "gate",
-    "scripted_stream",
-    "sse_body",
-    "text",
-    "thinking",
-    "tool_call",
-]
+    "HANG", "EventRecorder", "FakeError", "FakeProvider", "FakeRequest", "FakeResponse",
+    "Fault", "FaultInjectingOpenAIServer", "HookRecorder", "KeyBehavior", "LocalHTTPServer",
+    "Pause", "PluginSet", "RecordedRequest", "Reply", "ScriptedReply", "ServedRequest",
+    "delay", "event_label", "fake_model", "gate", "scripted_stream", "sse_body", "text",
+    "thinking", "tool_call",
+]  # fmt: skip
 
-
-def fake_model(**overrides: Any) -> Model:
-    """A model served by a ``FakeProvider`` (api ``fake``)."""
-    fields: dict[str, Any] = {"id": "fake-model", "api": "fake", "provider": "fake"}
-    fields.update(overrides)
-    return Model(**fields)
-
-
-def scripted_stream(events: Iterable[AssistantMessageEvent]) -> AssistantMessageEventStream:
-    """An assistant-message stream that replays ``events`` (like httpx's MockTransport)."""
-
-    async def replay() -> AsyncIterator[AssistantMessageEvent]:
-        for event in events:
-            yield event
-
-    return AssistantMessageEventStream(replay())
-
-
-def event_label(event: Event) -> str:
-    """``type`` plus the role of the message it carries, e.g. ``message_start:user``."""
-    message = getattr(event, "message", None)
-    if message is not None and event.type != "message_update":
-        return f"{event.type}:{message.role}"
-    return event.type
-
-
-class EventRecorder:
-    """An emit sink and ``Agent`` listener that keeps every event it is given."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    async def __call__(self, event: Event, *_signal: Any) -> None:
-        self.events.append(event)
-
-    def labels(self, *, updates: bool = False) -> list[str]:
-        """Event labels in order (``message_update`` left out unless ``updates``)."""
-        return [event_label(e) for e in self.events if updates or e.type != "message_update"]
-
-    def of(self, kind: str) -> list[Any]:
-        """Events of one type."""
-        return [e for e in self.events if e.type == kind]
-
-
-@dataclass
-class HookRecorder:
-    """Every hook call the host made, in order."""
-
-    calls: list[HookCall] = field(default_factory=list)
-
-    def __call__(self, call: HookCall) -> None:
-        self.calls.append(call)
-
-    def getcalls(self, name: str) -> list[HookCall]:
-        """Calls of the hook ``name``."""
-        return [c for c in self.calls if c.hook == name]
-
-    def assert_called(self, name: str, **kwargs: Any) -> HookCall:
-        """The first call of ``name`` whose kwargs include ``kwargs``; fails otherwise."""
-        for call in self.getcalls(name):
-            if all(call.kwargs.get(k) == v for k, v in kwargs.items()):
-                return call
-        seen = [dict(c.kwargs) for c in self.getcalls(name)]
-        raise AssertionError(f"hook {name!r} was not called with {kwargs!r}; calls: {seen!r}")
-
-
-class PluginSet:
-    """Plugins registered for one test; ``runtime_factory`` passes them to each runtime."""
-
-    def __init__(self, pm: OpenClawPluginManager) -> None:
-        self.pm = pm
-        self.items: list[tuple[str, Any]] = []
-
-    def __call__(self, plugin: Any, name: str | None = None) -> str:
-        registered = self.pm.register(plugin, name=name)
-        assert registered is not None, f"plugin {name or plugin!r} is blocked or already registered"
-        self.pm.check_pending()
-        self.items.append((registered, plugin))
-        return registered
-
-    def unregister_all(self) -> None:
-        for name, _plugin in reversed(self.items):
-            self.pm.unregister(name=name)
-        self.items.clear()
-
-
-# The fixtures and contract mixins import pytest at module level: load them only where pytest
-# exists, so this package (and ``openai_server``) stays importable on a bare install.
+# The fixtures and contract mixins import pytest: re-export them only where pytest exists, so
+# this package (and ``openai_server``) stays importable on a bare install.
 if importlib.util.find_spec("pytest") is not None:
-    from ._fixtures import (
-        _local_http_server_session as _local_http_server_session,
-    )
+    from ._fixtures import _local_http_server_session as _local_http_server_session
     from ._fixtures import (
         anyio_backend,
         fake_provider,
@@ -217,21 +99,9 @@ if importlib.util.find_spec("pytest") is not None:
     )
 
     __all__ += [
-        "AuthStoreContract",
-        "ContextEngineContract",
-        "LaneBackendContract",
-        "SessionIndexContract",
-        "SessionStoreContract",
-        "SteeringStoreContract",
-        "StreamRepairerContract",
-        "TranscriptSanitizerContract",
-        "anyio_backend",
-        "fake_provider",
-        "hook_recorder",
-        "local_http_server",
-        "openai_server",
-        "plugin_manager",
-        "register_plugin",
-        "runtime_factory",
-        "sample_transcript",
-    ]
+        "AuthStoreContract", "ContextEngineContract", "LaneBackendContract",
+        "SessionIndexContract", "SessionStoreContract", "SteeringStoreContract",
+        "StreamRepairerContract", "TranscriptSanitizerContract", "anyio_backend",
+        "fake_provider", "hook_recorder", "local_http_server", "openai_server",
+        "plugin_manager", "register_plugin", "runtime_factory", "sample_transcript",
+    ]  # fmt: skip

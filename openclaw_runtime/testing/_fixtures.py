@@ -16,8 +16,9 @@ import pytest
 from .._plugins import OpenClawPluginManager, get_plugin_manager
 from .._runtime import Runtime
 from ..providers.fake import FakeProvider
-from . import HookRecorder, PluginSet
 from .openai_server import FaultInjectingOpenAIServer
+from .plugin_set import PluginSet
+from .recorders import HookRecorder
 from .server import LocalHTTPServer
 
 __all__ = [
