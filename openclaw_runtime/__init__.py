@@ -5,7 +5,9 @@ stream. Plugins extend the runtime through the hooks in ``openclaw_runtime.hooks
 them with ``from openclaw_runtime import hookimpl``.
 """
 
-from ._exceptions import (
+from ._markers import hookimpl
+from ._public_errors import (
+    AbortError,
     AgentBusyError,
     ComponentNotFoundError,
     ConfigurationError,
@@ -28,11 +30,10 @@ from ._exceptions import (
     UnknownBackendError,
     UnknownContextEngineError,
 )
-from ._markers import hookimpl
 from ._runtime import Runtime
 from ._types import RunBlock
 from ._version import __version__
-from .abort import AbortController, AbortError, AbortSignal, TurnHandoff
+from .abort import AbortController, AbortSignal, TurnHandoff
 from .agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, tool
 from .config import RuntimeConfig
 from .events import AgentEventStream, AssistantMessageEventStream, EventStream
@@ -51,65 +52,16 @@ from .messages import (
 from .redaction import redact, register_secret
 
 __all__ = [
-    "AbortController",
-    "AbortError",
-    "AbortSignal",
-    "Agent",
-    "AgentBusyError",
-    "AgentContext",
-    "AgentEventStream",
-    "AgentLoopConfig",
-    "AgentTool",
-    "AgentToolResult",
-    "AssistantMessage",
-    "AssistantMessageEventStream",
-    "ComponentNotFoundError",
-    "ConfigurationError",
-    "Context",
-    "CustomMessage",
-    "EventStream",
-    "FailoverExhaustedError",
-    "HookError",
-    "ImageContent",
-    "Model",
-    "OpenClawRuntimeDeprecationWarning",
-    "OpenClawRuntimeError",
-    "OpenClawRuntimeWarning",
-    "PluginBackendError",
-    "PluginConflictError",
-    "PluginError",
-    "PluginLoadError",
-    "PluginValidationError",
-    "ProviderError",
-    "RunBlock",
-    "RunBlockedError",
-    "Runtime",
-    "RuntimeConfig",
-    "StreamError",
-    "StreamOptions",
-    "StreamRepairError",
-    "TextContent",
-    "ThinkingContent",
-    "Tool",
-    "ToolCall",
-    "ToolResultMessage",
-    "TranscriptError",
-    "TranscriptNotContinuableError",
-    "TurnHandoff",
-    "UnknownBackendError",
-    "UnknownContextEngineError",
-    "Usage",
-    "UserMessage",
-    "__version__",
-    "hookimpl",
-    "redact",
-    "register_secret",
-    "tool",
-]
-
-# Errors report the package as their home in tracebacks, as httpx's do.
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and issubclass(_obj, BaseException | Warning):
-        _obj.__module__ = "openclaw_runtime"
-del _name, _obj
+    "AbortController", "AbortError", "AbortSignal", "Agent", "AgentBusyError", "AgentContext",
+    "AgentEventStream", "AgentLoopConfig", "AgentTool", "AgentToolResult", "AssistantMessage",
+    "AssistantMessageEventStream", "ComponentNotFoundError", "ConfigurationError", "Context",
+    "CustomMessage", "EventStream", "FailoverExhaustedError", "HookError", "ImageContent",
+    "Model", "OpenClawRuntimeDeprecationWarning", "OpenClawRuntimeError",
+    "OpenClawRuntimeWarning", "PluginBackendError", "PluginConflictError", "PluginError",
+    "PluginLoadError", "PluginValidationError", "ProviderError", "RunBlock", "RunBlockedError",
+    "Runtime", "RuntimeConfig", "StreamError", "StreamOptions", "StreamRepairError",
+    "TextContent", "ThinkingContent", "Tool", "ToolCall", "ToolResultMessage",
+    "TranscriptError", "TranscriptNotContinuableError", "TurnHandoff", "UnknownBackendError",
+    "UnknownContextEngineError", "Usage", "UserMessage", "__version__", "hookimpl", "redact",
+    "register_secret", "tool",
+]  # fmt: skip
