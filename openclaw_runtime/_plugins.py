@@ -350,7 +350,7 @@ def _warn(message: str) -> None:
 
 def _distributions_by_entry_point() -> dict[tuple[str, str], tuple[str, str]]:
     """(entry-point name, value) → (distribution name, version) for our group."""
-    import importlib_metadata  # lazy: start-up time (only `plugins` listings need it)
+    import importlib_metadata  # lazy: start-up time (only plugin listings need it)
 
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):

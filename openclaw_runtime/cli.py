@@ -87,7 +87,7 @@ def demo(as_json: bool, state_dir: Path | None) -> None:
     rotates to the second), serves a tool call, and overflows its small context window (the
     run compacts the history and retries). Needs no network, no key, no test dependencies.
     """
-    from .demo import run_demo
+    from .demo import run_demo  # lazy: start-up time (it loads the test server and pytest)
 
     run_demo(as_json=as_json, state_dir=state_dir)
 

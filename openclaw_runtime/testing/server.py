@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import orjson
 
 __all__ = ["HANG", "LocalHTTPServer", "Pause", "RecordedRequest", "ScriptedReply", "sse_body"]
@@ -159,7 +160,7 @@ class LocalHTTPServer:
 
     def start(self) -> LocalHTTPServer:
         """Bind a free port and serve in a background thread."""
-        import uvicorn
+        import uvicorn  # lazy: a test-only dependency; the package imports without it
 
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -201,8 +202,6 @@ class LocalHTTPServer:
     # the ASGI app ------------------------------------------------------------------------------
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import anyio
-
         if scope["type"] != "http":
             return
         body = b""
