@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..auth import UnresolvedCredentialError, mark_embedded_run_auth_profile_success
 from ..context import (
@@ -100,14 +100,10 @@ from .retry_limit import (
     resolve_max_run_retry_iterations,
     resolve_same_model_rate_limit_retry_delay_ms,
 )
+from .run_result import success_payloads
+from .run_state import DEFAULT_RESERVE_TOKENS, RunState
 
-if TYPE_CHECKING:
-    from .run import _Run
-
-__all__ = ["DEFAULT_RESERVE_TOKENS", "ModelAttemptLoop"]
-
-#: Completion tokens kept free when routing a prompt (capped by the model's max tokens).
-DEFAULT_RESERVE_TOKENS = 16_384
+__all__ = ["ModelAttemptLoop"]
 
 #: The loop goes round again.
 RETRY = None
@@ -131,7 +127,7 @@ def _reason_text(reason: object) -> str | None:
 class ModelAttemptLoop:
     """Attempts against one model until it answers, gives up, or hands over."""
 
-    def __init__(self, run: _Run, candidate: ModelCandidate) -> None:
+    def __init__(self, run: RunState, candidate: ModelCandidate) -> None:
         self.run = run
         self.model: Model = run.runtime.resolve_model(candidate.ref)
         self.counters = RetryCounters()
@@ -748,7 +744,7 @@ class ModelAttemptLoop:
         facts = outcome.facts
         assistant = facts.assistant
         retry_facts = _retry_facts(facts)
-        payload_count = len(run.success_payloads(self.result("ok", assistant=assistant)))
+        payload_count = len(success_payloads(run, self.result("ok", assistant=assistant)))
         instruction = resolve_reasoning_only_retry_instruction(retry_facts)
         if instruction and counters.reasoning_only < DEFAULT_REASONING_ONLY_RETRY_LIMIT:
             counters.reasoning_only += 1
