@@ -82,7 +82,7 @@ from .steering import (
 if TYPE_CHECKING:
     from .services import RunHost
 
-__all__ = ["RunEventCallback", "RunFailoverError", "run_embedded_agent"]
+__all__ = ["run_embedded_agent"]
 
 
 async def run_embedded_agent(
