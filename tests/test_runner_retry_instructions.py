@@ -14,7 +14,7 @@ from openclaw_runtime.messages import (
     Usage,
 )
 from openclaw_runtime.runner.failure_signal import ToolErrorSummary
-from openclaw_runtime.runner.payloads import ToolMeta
+from openclaw_runtime.runner.reply_payload import ToolMeta
 from openclaw_runtime.runner.retry_instructions import (
     ACK_EXECUTION_FAST_PATH_INSTRUCTION,
     COMPACTION_CONTINUATION_RETRY_INSTRUCTION,

@@ -44,7 +44,7 @@ from openclaw_runtime.redaction import (
     register_header_secrets,
     register_secret,
 )
-from openclaw_runtime.runner.payloads import ReplyPayload
+from openclaw_runtime.runner.reply_payload import ReplyPayload
 from openclaw_runtime.runner.request import RunErrorInfo
 from openclaw_runtime.transcript.jsonl import encode_record, keep_invalid_lines, parse_session_bytes
 from openclaw_runtime.transcript.repair import plan_session_repair, write_repair

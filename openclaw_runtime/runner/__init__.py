@@ -37,7 +37,7 @@ from .events import (
 from .file_lanes import FileLanes
 from .lanes import InProcessLanes
 from .outcome import AgentRunTerminalOutcome
-from .payloads import ReplyPayload
+from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run import run_embedded_agent
 from .run_state import RunEventCallback

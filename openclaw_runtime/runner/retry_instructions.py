@@ -22,15 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ..failover.result_classifier import SILENT_REPLY_TOKEN, is_silent_reply_payload_text
 from ..messages import AssistantMessage, TextContent, ToolCall
 from ..transcript.thinking import assess_last_assistant_message
 from .failure_signal import ToolErrorSummary
-from .payloads import (
-    SILENT_REPLY_TOKEN,
-    ToolMeta,
-    is_likely_mutating_tool_name,
-    is_silent_reply_payload_text,
-)
+from .reply_payload import ToolMeta, is_likely_mutating_tool_name
 
 __all__ = [
     "ACK_EXECUTION_FAST_PATH_INSTRUCTION",

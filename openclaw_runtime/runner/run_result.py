@@ -31,7 +31,8 @@ from .outcome import (
     build_agent_run_terminal_outcome,
     resolve_run_liveness_state,
 )
-from .payloads import ReplyPayload, build_embedded_run_payloads
+from .payloads import build_embedded_run_payloads
+from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .run_state import RunState

@@ -38,8 +38,8 @@ from .events import (
     PluginQuarantined,
     ToolResultsTruncated,
 )
-from .payloads import UsageAccumulator
 from .request import RunRequest
+from .run_usage import UsageAccumulator
 from .session_ops import (
     compact_with_engine,
     set_aside_failed_tail,
