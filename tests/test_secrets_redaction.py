@@ -415,11 +415,8 @@ def test_public_api_exports_register_secret_and_redact() -> None:
 
 @pytest.mark.anyio
 async def test_the_steering_queue_file_never_holds_a_secret(tmp_path: Path) -> None:
-    from openclaw_runtime.runner.steering import (
-        JsonFileSteeringStore,
-        SubagentRunRecord,
-        upsert_subagent_run,
-    )
+    from openclaw_runtime.runner.steering import SubagentRunRecord, upsert_subagent_run
+    from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 
     store = JsonFileSteeringStore(tmp_path / "steering" / "runs.json")
     record = SubagentRunRecord.completed(

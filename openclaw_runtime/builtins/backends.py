@@ -42,7 +42,7 @@ def _auth_store(runtime: Any) -> Any:
 
 def _steering_store(runtime: Any) -> Any:
     """``<state_dir>/subagents/runs.json`` under a file lock."""
-    from ..runner.steering import JsonFileSteeringStore
+    from ..runner.steering_store import JsonFileSteeringStore
 
     return JsonFileSteeringStore(runtime.config.state_dir.expanduser() / "subagents" / "runs.json")
 

@@ -43,7 +43,7 @@ from .run import run_embedded_agent
 from .run_state import RunEventCallback
 from .services import RunHooks, RunHost, RunServices
 from .session_index import JsonFileSessionIndex
-from .steering import InMemorySteeringStore, JsonFileSteeringStore, RecordsSteeringStore
+from .steering_store import InMemorySteeringStore, JsonFileSteeringStore, RecordsSteeringStore
 
 __all__ = [
     "BUILTIN_DEFAULT_MODEL",
