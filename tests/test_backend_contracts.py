@@ -15,7 +15,7 @@ import pytest
 from openclaw_runtime.auth.store import InMemoryAuthProfileStore, JsonFileAuthProfileStore
 from openclaw_runtime.runner.lanes import InProcessLanes
 from openclaw_runtime.runner.session_index import JsonFileSessionIndex
-from openclaw_runtime.runner.steering import InMemorySteeringStore, JsonFileSteeringStore
+from openclaw_runtime.runner.steering_store import InMemorySteeringStore, JsonFileSteeringStore
 from openclaw_runtime.testing import (
     AuthStoreContract,
     LaneBackendContract,

@@ -17,7 +17,7 @@ from openclaw_runtime.runner.file_lanes import FileLanes
 from openclaw_runtime.runner.lanes import InProcessLanes
 from openclaw_runtime.runner.services import RunServices
 from openclaw_runtime.runner.session_index import JsonFileSessionIndex
-from openclaw_runtime.runner.steering import JsonFileSteeringStore
+from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.transcript.store import JsonlSessionStore
 
 PACKAGE = Path(openclaw_runtime.__file__).parent

@@ -134,27 +134,3 @@ def test_breaker_message_is_seed_001_text():
         "completed model progress (cap=5). Halting further attempts to bound paid model calls. "
         "See issue #76293."
     )
-
-
-def test_runner_package_reexports_every_public_policy_name():
-    import importlib
-
-    from openclaw_runtime import runner as policy
-
-    modules = [
-        "breaker",
-        "retry_limit",
-        "retry_instructions",
-        "lane_policy",
-        "outcome",
-        "failure_signal",
-        "payloads",
-        "steering",
-    ]
-    expected = set()
-    for name in modules:
-        module = importlib.import_module(f"openclaw_runtime.runner.{name}")
-        for public in module.__all__:
-            assert getattr(policy, public) is getattr(module, public), public
-        expected.update(module.__all__)
-    assert expected <= set(policy.__all__)

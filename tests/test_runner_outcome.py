@@ -6,30 +6,32 @@ import itertools
 
 import pytest
 
-from openclaw_runtime.runner.outcome import (
-    AGENT_RUN_TERMINAL_RETRY_GRACE_MS,
+from openclaw_runtime.runner.attempt_terminal import (
     ATTEMPT_ABORT_SOURCE_RANK,
     ATTEMPT_TERMINAL_KIND_RANK,
     ATTEMPT_TIMEOUT_PHASE_RANK,
     ATTEMPT_TIMEOUT_SOURCE_RANK,
-    LIVENESS_STATES,
     AgentRunAttemptFailure,
     AgentRunAttemptTerminal,
+    build_agent_run_terminal_outcome_from_attempt,
+    merge_agent_run_attempt_terminal,
+    normalize_agent_run_attempt_terminal,
+    project_agent_run_attempt_terminal,
+    set_agent_run_attempt_terminal_failure,
+)
+from openclaw_runtime.runner.outcome import (
+    AGENT_RUN_TERMINAL_RETRY_GRACE_MS,
+    LIVENESS_STATES,
     AgentRunTerminalOutcome,
     build_agent_run_terminal_outcome,
-    build_agent_run_terminal_outcome_from_attempt,
     build_agent_run_terminal_outcome_from_lifecycle_event,
     build_agent_run_terminal_outcome_from_wait_result,
     classify_agent_run_terminal_outcome,
     is_definitive_run_lifecycle,
     is_sticky_agent_run_terminal_outcome,
-    merge_agent_run_attempt_terminal,
     merge_agent_run_terminal_outcome,
-    normalize_agent_run_attempt_terminal,
-    project_agent_run_attempt_terminal,
     resolve_replay_invalid_flag,
     resolve_run_liveness_state,
-    set_agent_run_attempt_terminal_failure,
 )
 
 build = build_agent_run_terminal_outcome

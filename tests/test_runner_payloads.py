@@ -6,22 +6,26 @@ import pytest
 
 from openclaw_runtime.messages import AssistantMessage, Cost, TextContent, ThinkingContent, Usage
 from openclaw_runtime.runner.failure_signal import ToolErrorSummary
-from openclaw_runtime.runner.payloads import (
-    GENERIC_ASSISTANT_ERROR_TEXT,
-    ReplyPayload,
-    ToolMeta,
-    UsageAccumulator,
-    build_embedded_run_payloads,
+from openclaw_runtime.runner.messaging_dedupe import (
     filter_messaging_tool_duplicates,
     filter_messaging_tool_media_duplicates,
+    is_messaging_tool_duplicate,
+    normalize_text_for_comparison,
+)
+from openclaw_runtime.runner.payloads import (
+    GENERIC_ASSISTANT_ERROR_TEXT,
+    build_embedded_run_payloads,
     format_tool_aggregate,
+    is_silent_reply_payload_text,
+)
+from openclaw_runtime.runner.reply_directives import parse_reply_directives
+from openclaw_runtime.runner.reply_payload import (
+    ReplyPayload,
+    ToolMeta,
     is_cron_session_key,
     is_likely_mutating_tool_name,
-    is_messaging_tool_duplicate,
-    is_silent_reply_payload_text,
-    normalize_text_for_comparison,
-    parse_reply_directives,
 )
+from openclaw_runtime.runner.run_usage import UsageAccumulator
 
 
 def assistant(*texts, stop="stop", error=None, thinking=None):

@@ -14,27 +14,29 @@ from openclaw_runtime.messages import (
     Usage,
 )
 from openclaw_runtime.runner.failure_signal import ToolErrorSummary
-from openclaw_runtime.runner.payloads import ToolMeta
-from openclaw_runtime.runner.retry_instructions import (
+from openclaw_runtime.runner.planning_only import (
     ACK_EXECUTION_FAST_PATH_INSTRUCTION,
+    PLANNING_ONLY_RETRY_INSTRUCTION,
+    is_likely_execution_ack_prompt,
+    is_planning_only_assistant_text,
+    resolve_ack_execution_fast_path_instruction,
+    resolve_planning_only_retry_instruction,
+)
+from openclaw_runtime.runner.reply_payload import ToolMeta
+from openclaw_runtime.runner.retry_instructions import (
     COMPACTION_CONTINUATION_RETRY_INSTRUCTION,
     EMPTY_RESPONSE_RETRY_INSTRUCTION,
     INCOMPLETE_TURN_SIDE_EFFECT_TEXT,
     INCOMPLETE_TURN_TEXT,
-    PLANNING_ONLY_RETRY_INSTRUCTION,
     REASONING_ONLY_RETRY_INSTRUCTION,
     AttemptFacts,
     attempt_had_potential_side_effects,
     compose_attempt_prompt,
     is_empty_response_assistant_turn,
-    is_likely_execution_ack_prompt,
-    is_planning_only_assistant_text,
     is_zero_usage_empty_stop_assistant_turn,
-    resolve_ack_execution_fast_path_instruction,
     resolve_compaction_continuation_retry_instruction,
     resolve_empty_response_retry_instruction,
     resolve_incomplete_turn_payload_text,
-    resolve_planning_only_retry_instruction,
     resolve_reasoning_only_retry_instruction,
     should_retry_missing_assistant_turn,
     should_retry_silent_error_assistant_turn,

@@ -19,8 +19,6 @@ from openclaw_runtime.runner.steering import (
     NO_COMPLETION_TEXT,
     RESULT_TRUNCATION_NOTICE,
     STALE_STEERING_LEASE_MS,
-    InMemorySteeringStore,
-    JsonFileSteeringStore,
     SteeringStore,
     SubagentRunRecord,
     ack_leased_agent_steering_items,
@@ -38,6 +36,7 @@ from openclaw_runtime.runner.steering import (
     utf16_length,
     wrap_prompt_data_block,
 )
+from openclaw_runtime.runner.steering_store import InMemorySteeringStore, JsonFileSteeringStore
 
 REQUESTER = "agent:main:main"
 REPO = Path(__file__).resolve().parent.parent
@@ -707,8 +706,9 @@ def test_file_store_keeps_unreadable_records_and_sets_bad_files_aside(tmp_path, 
 WORKER = r"""
 import json, sys, time, pathlib
 import anyio
+from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.runner.steering import (
-    JsonFileSteeringStore, SubagentRunRecord, upsert_subagent_run,
+    SubagentRunRecord, upsert_subagent_run,
     lease_pending_agent_steering_items, ack_leased_agent_steering_items,
     release_leased_agent_steering_items,
 )

@@ -44,7 +44,7 @@ from openclaw_runtime.redaction import (
     register_header_secrets,
     register_secret,
 )
-from openclaw_runtime.runner.payloads import ReplyPayload
+from openclaw_runtime.runner.reply_payload import ReplyPayload
 from openclaw_runtime.runner.request import RunErrorInfo
 from openclaw_runtime.transcript.jsonl import encode_record, keep_invalid_lines, parse_session_bytes
 from openclaw_runtime.transcript.repair import plan_session_repair, write_repair
@@ -415,11 +415,8 @@ def test_public_api_exports_register_secret_and_redact() -> None:
 
 @pytest.mark.anyio
 async def test_the_steering_queue_file_never_holds_a_secret(tmp_path: Path) -> None:
-    from openclaw_runtime.runner.steering import (
-        JsonFileSteeringStore,
-        SubagentRunRecord,
-        upsert_subagent_run,
-    )
+    from openclaw_runtime.runner.steering import SubagentRunRecord, upsert_subagent_run
+    from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 
     store = JsonFileSteeringStore(tmp_path / "steering" / "runs.json")
     record = SubagentRunRecord.completed(

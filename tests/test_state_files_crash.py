@@ -26,11 +26,8 @@ from openclaw_runtime.agent import tool
 from openclaw_runtime.auth.profiles import AuthProfile
 from openclaw_runtime.auth.store import JsonFileAuthProfileStore, mark_auth_profile_failure
 from openclaw_runtime.runner.session_index import SessionIndex
-from openclaw_runtime.runner.steering import (
-    JsonFileSteeringStore,
-    SubagentRunRecord,
-    upsert_subagent_run,
-)
+from openclaw_runtime.runner.steering import SubagentRunRecord, upsert_subagent_run
+from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
 from openclaw_runtime.transcript import SessionManager, invalid_lines_path
 from tests.run_support import openai_config

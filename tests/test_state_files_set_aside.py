@@ -30,7 +30,7 @@ from openclaw_runtime._files import (
 )
 from openclaw_runtime.auth.store import JsonFileAuthProfileStore
 from openclaw_runtime.runner.session_index import SessionIndex
-from openclaw_runtime.runner.steering import JsonFileSteeringStore
+from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.transcript import JsonlSessionStore
 
 # --------------------------------------------------------------------------- policies

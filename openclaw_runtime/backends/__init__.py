@@ -2,7 +2,7 @@
 
 * ``lanes``: ``LaneBackend`` (default ``runner.file_lanes.FileLanes``);
 * ``auth_store``: ``AuthStore`` (default ``auth.store.JsonFileAuthProfileStore``);
-* ``steering_store``: ``SteeringStore`` (default ``runner.steering.JsonFileSteeringStore``);
+* ``steering_store``: ``SteeringStore`` (default ``runner.steering_store.JsonFileSteeringStore``);
 * ``session_index``: ``SessionIndex`` (default ``runner.session_index.JsonFileSessionIndex``);
 * ``session_store``: ``SessionStore`` (default ``transcript.store.JsonlSessionStore``).
 

@@ -18,7 +18,7 @@ from ..backends import EMBEDDED_BACKEND
 from ..redaction import package_logger
 from ..runner.file_lanes import FileLanes
 from ..runner.session_index import JsonFileSessionIndex
-from ..runner.steering import JsonFileSteeringStore
+from ..runner.steering_store import JsonFileSteeringStore
 from ..transcript.store import JsonlSessionStore
 
 __all__ = ["EMBEDDED_FACTORIES", "register_backends"]

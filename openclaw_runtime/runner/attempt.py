@@ -57,8 +57,8 @@ from ..messages import (
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
-from .payloads import ToolMeta
 from .recovery import PostCompactionLoopGuard
+from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
 
 __all__ = [

@@ -20,7 +20,7 @@ from ..messages import ImageContent, Usage
 from ..redaction import redact_diagnostic
 from .failure_signal import EmbeddedRunFailureSignal
 from .outcome import AgentRunTerminalOutcome
-from .payloads import ReplyPayload
+from .reply_payload import ReplyPayload
 
 __all__ = ["RunErrorInfo", "RunRequest", "RunResult"]
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .payloads import ReplyPayload
+from .reply_payload import ReplyPayload
 
 __all__ = [
     "BASE_RUN_RETRY_ITERATIONS",

@@ -3,9 +3,9 @@
 Most failure paths know their error (a provider error, the retry limit, a timeout). One did
 not: a turn that ended without a usable answer — a tool failed and the model then said
 nothing — came out ``ok=False``, outcome ``abandoned``, ``error=None``. The run's result is
-built in one place (``_Run._final``), and it asks ``failed_run_error`` for any failed outcome
-that arrives without an error, so the rule "every ``ok=False`` result has an error with a kind
-and a message naming the cause" holds for every path, present and future.
+built in one place (``run_result.final_result``), and it asks ``failed_run_error`` for any
+failed outcome that arrives without an error, so the rule "every ``ok=False`` result has an
+error with a kind and a message naming the cause" holds for every path, present and future.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from openclaw_runtime.backends.steering import SteeringStoreError, SubagentRunRecord
 from openclaw_runtime.redaction import contains_secret, package_logger, redact_data
-from openclaw_runtime.runner.steering import RecordsSteeringStore
+from openclaw_runtime.runner.steering_store import RecordsSteeringStore
 
 from ._atomic import cas_update
 from ._conn import RedisConnection

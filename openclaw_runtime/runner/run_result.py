@@ -1,0 +1,237 @@
+"""The ``RunResult`` of a run, built in one place from how it ended.
+
+A run ends in one of four ways: its model chain produced a candidate result (ok, error,
+timeout, aborted), the failover chain raised (a hand-over with nothing left, an exhausted
+chain, a provider error), a plugin's backend failed, or the ``before_agent_run`` gate blocked
+it. Each becomes a ``RunResult`` through ``final_result``: the sticky terminal outcome
+(``outcome``), the reply payloads (``payloads``), usage over every attempt, the run's messages
+still on the branch, and, for any failed outcome, an error that says why (``run_error``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .._exceptions import FailoverExhaustedError, PluginBackendError
+from ..failover import (
+    EmbeddedRunResult,
+    ModelCandidate,
+    RunPayload,
+    classify_embedded_agent_run_result_for_model_fallback,
+)
+from ..failover.events import redact_secret_text
+from ..llm import Model
+from .attempt import collect_attempt_facts
+from .candidate import CandidateResult, RunFailoverError
+from .error_kind import provider_error_kind, user_facing_reason
+from .failure_signal import resolve_embedded_run_failure_signal
+from .outcome import (
+    AgentRunTerminalOutcome,
+    build_agent_run_terminal_outcome,
+    resolve_run_liveness_state,
+)
+from .payloads import build_embedded_run_payloads
+from .reply_payload import ReplyPayload
+from .request import RunErrorInfo, RunResult
+from .run_error import describe_unfinished_turn, failed_run_error
+from .run_state import RunState
+
+__all__ = [
+    "backend_failed_result",
+    "classify_candidate_result",
+    "final_result",
+    "result_from_candidate",
+    "result_from_failover_error",
+    "success_payloads",
+]
+
+
+def backend_failed_result(run: RunState, exc: PluginBackendError) -> RunResult:
+    """A plugin's backend raised: the run ends with an error naming the plugin."""
+    message = redact_secret_text(str(exc))
+    return final_result(
+        run,
+        status="error",
+        error=RunErrorInfo("plugin", message),
+        payloads=[ReplyPayload(text=f"⚠️ {message}", is_error=True)],
+    )
+
+
+def classify_candidate_result(
+    run: RunState, result: CandidateResult, candidate: ModelCandidate
+) -> Any:
+    """Does an ok candidate's reply still call for the next model (an empty or
+    reasoning-only turn)? ``run_with_model_fallback``'s ``classify_result``."""
+    if result.status != "ok":
+        return None
+    payloads = tuple(
+        RunPayload(text=p.text, is_error=bool(p.is_error), is_reasoning=p.is_reasoning)
+        for p in success_payloads(run, result)
+    )
+    view = EmbeddedRunResult(
+        payloads=payloads,
+        harness_classification=result.harness_classification,  # type: ignore[arg-type]
+    )
+    return classify_embedded_agent_run_result_for_model_fallback(
+        candidate.provider, candidate.model, view
+    )
+
+
+def success_payloads(run: RunState, result: CandidateResult) -> list[ReplyPayload]:
+    """The reply payloads of a candidate that answered, from the run's messages."""
+    facts = collect_attempt_facts(run.run_messages())
+    payloads = build_embedded_run_payloads(
+        assistant_texts=list(facts.assistant_texts),
+        tool_metas=list(facts.tool_metas),
+        last_assistant=facts.assistant,
+        current_assistant=result.assistant,
+        last_tool_error=facts.last_tool_error,
+        session_key=run.session_key or "",
+        is_cron_trigger=run.request.trigger == "cron",
+        thinking_level=run.thinking_level,
+        messaging_tool_sent_texts=list(run.request.messaging_tool_sent_texts),
+        current_message_id=run.request.current_message_id,
+    )
+    if not payloads and result.incomplete_text:
+        payloads = [ReplyPayload(text=result.incomplete_text, is_error=True)]
+    return payloads
+
+
+def result_from_candidate(run: RunState, result: CandidateResult) -> RunResult:
+    """The run's result from the candidate the model chain ended with."""
+    if result.status == "ok":
+        payloads = success_payloads(run, result)
+        facts = collect_attempt_facts(run.run_messages())
+        liveness = resolve_run_liveness_state(
+            payload_count=len(payloads),
+            aborted=False,
+            timed_out=False,
+            incomplete_turn_text=result.incomplete_text,
+            last_assistant_stop_reason=result.assistant.stop_reason if result.assistant else None,
+        )
+        signal = resolve_embedded_run_failure_signal(run.request.trigger, facts.last_tool_error)
+        return final_result(
+            run,
+            status="ok",
+            payloads=payloads,
+            stop_reason=result.assistant.stop_reason if result.assistant else None,
+            liveness_state=liveness,
+            provider_started=True,
+            model=result.model,
+            auth_profile_id=result.auth_profile_id,
+            failure_signal=signal,
+        )
+    text = result.error_payload_text
+    if text is None and result.assistant is not None:
+        payloads = build_embedded_run_payloads(
+            assistant_texts=[], current_assistant=result.assistant
+        )
+    else:
+        payloads = [ReplyPayload(text=text or "The run failed.", is_error=True)]
+    status = "timeout" if result.status == "timeout" else "error"
+    return final_result(
+        run,
+        status=status,
+        error=result.error,
+        payloads=payloads,
+        stop_reason="aborted" if result.status == "aborted" else None,
+        liveness_state=result.liveness_state or ("blocked" if result.status != "aborted" else None),
+        timeout_phase="provider" if status == "timeout" else None,
+        provider_started=result.timed_out or None,
+        model=result.model,
+        auth_profile_id=result.auth_profile_id,
+    )
+
+
+def result_from_failover_error(
+    run: RunState, exc: BaseException, source: RunFailoverError | None
+) -> RunResult:
+    """The run's result when the model chain raised ``exc`` (``source``: the last
+    candidate's hand-over, with what it had produced)."""
+    reason = getattr(exc, "reason", None) if source is None else source.reason
+    message = redact_secret_text(str(exc))
+    partial = source.result if source is not None else None
+    payloads: list[ReplyPayload]
+    if partial is not None and partial.assistant is not None and partial.error_payload_text is None:
+        payloads = build_embedded_run_payloads(
+            assistant_texts=[], current_assistant=partial.assistant
+        )
+    else:
+        text = partial.error_payload_text if partial is not None else None
+        payloads = [ReplyPayload(text=text or f"⚠️ {message}", is_error=True)]
+    kind = (
+        "failover"
+        if isinstance(exc, FailoverExhaustedError)
+        else provider_error_kind(message, timed_out=False)
+    )
+    if partial is not None and partial.error is not None:
+        kind = partial.error.kind
+    return final_result(
+        run,
+        status="error",
+        error=RunErrorInfo(
+            kind, message, user_facing_reason(kind, None if reason is None else str(reason))
+        ),
+        payloads=payloads,
+        liveness_state="blocked",
+        model=partial.model if partial is not None else None,
+        auth_profile_id=partial.auth_profile_id if partial is not None else None,
+    )
+
+
+def final_result(
+    run: RunState,
+    *,
+    status: str,
+    payloads: list[ReplyPayload],
+    error: RunErrorInfo | None = None,
+    stop_reason: str | None = None,
+    liveness_state: str | None = None,
+    timeout_phase: str | None = None,
+    provider_started: bool | None = None,
+    model: Model | None = None,
+    auth_profile_id: str | None = None,
+    failure_signal: Any = None,
+) -> RunResult:
+    """The ``RunResult``: every way a run ends comes through here."""
+    ended = time.time() * 1000
+    outcome: AgentRunTerminalOutcome = build_agent_run_terminal_outcome(
+        status,  # type: ignore[arg-type]
+        error=None if error is None else error.message,
+        stop_reason=stop_reason,
+        liveness_state=liveness_state,
+        timeout_phase=timeout_phase,
+        provider_started=provider_started,
+        started_at=run.started_at,
+        ended_at=ended,
+    )
+    if error is None and outcome.status != "ok":
+        # the one place the rule "every failed run says why" is enforced
+        facts = collect_attempt_facts(run.run_messages())
+        error = failed_run_error(
+            outcome,
+            None,
+            cause=describe_unfinished_turn(facts.last_tool_error, facts.assistant),
+        )
+    session = run.session
+    return RunResult(
+        run_id=run.run_id,
+        session_id=run.session_id,
+        session_key=run.session_key,
+        session_file=None if session is None else str(session.path),
+        outcome=outcome,
+        payloads=payloads,
+        usage=run.usage.to_usage(),
+        provider=None if model is None else model.provider,
+        model=None if model is None else model.id,
+        auth_profile_id=auth_profile_id,
+        attempts=run.total_attempts,
+        compactions=run.total_compactions,
+        messages=run.run_messages(),
+        error=error,
+        failure_signal=failure_signal,
+        liveness_state=outcome.liveness_state,
+        duration_ms=(time.perf_counter() - run.perf_start) * 1000,
+        faults=run.faults,  # the run's own list: faults while run_end is observed count
+    )
