@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..transcript.incremental import IncrementalSanitizer
-    from ..transcript.store import SessionContext, TranscriptRewriteResult
+    from ..transcript.rewrite import TranscriptRewriteResult
+    from ..transcript.session_context import SessionContext
 
 __all__ = ["Session", "SessionIndex", "SessionIndexEntry", "SessionStore"]
 

@@ -315,7 +315,7 @@ def messages_with_entries(
     After an earlier compaction the context starts with that compaction's summary; its entry
     is the compaction entry itself.
     """
-    from ..transcript.store import build_session_context, entry_message
+    from ..transcript.session_context import build_session_context, entry_message
 
     pairs: list[tuple[dict[str, Any], Any]] = []
 

@@ -51,6 +51,7 @@ from .replay import (
     validate_replay_turns,
     validate_strict_turns,
 )
+from .rewrite import TranscriptRewriteResult
 from .sanitize import (
     BUILTIN_SANITIZERS,
     SanitizerSpec,
@@ -58,6 +59,7 @@ from .sanitize import (
     sanitize_session_history,
     strip_stale_assistant_usage_before_latest_compaction,
 )
+from .session_context import ModelRef, SessionContext, build_session_context
 from .session_ids import InvalidSessionIdError, session_file_path, validate_session_id
 from .snapshot import (
     SnapshotSelection,
@@ -65,14 +67,7 @@ from .snapshot import (
     select_compaction_timeout_snapshot,
     should_flag_compaction_timeout,
 )
-from .store import (
-    JsonlSessionStore,
-    ModelRef,
-    SessionContext,
-    SessionManager,
-    TranscriptRewriteResult,
-    build_session_context,
-)
+from .store import JsonlSessionStore, SessionManager
 from .thinking import (
     OMITTED_ASSISTANT_REASONING_TEXT,
     assess_last_assistant_message,
