@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from openclaw_runtime.messages import AssistantMessage, ToolResultMessage, UserMessage, load_message
-from openclaw_runtime.transcript import (
+from openclaw_runtime.transcript.pairing import (
     DEFAULT_MISSING_TOOL_RESULT_TEXT,
     make_missing_tool_result,
     repair_tool_call_inputs,

@@ -13,14 +13,10 @@ import pytest
 
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
-from openclaw_runtime.transcript import (
-    InvalidSessionIdError,
-    JsonlSessionStore,
-    SessionLockTimeout,
-    SessionManager,
-    SessionPathError,
-    validate_session_id,
-)
+from openclaw_runtime.transcript import JsonlSessionStore, SessionManager, validate_session_id
+from openclaw_runtime.transcript.entries import SessionPathError
+from openclaw_runtime.transcript.jsonl import SessionLockTimeout
+from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 
 pytestmark = pytest.mark.anyio
 
