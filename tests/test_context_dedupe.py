@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from openclaw_runtime.context import (
+from openclaw_runtime.context.dedupe import (
     DEFAULT_DUPLICATE_USER_MESSAGE_WINDOW_MS,
     MIN_DUPLICATE_USER_MESSAGE_CHARS,
     dedupe_duplicate_user_messages_for_compaction,

@@ -14,19 +14,23 @@ from openclaw_runtime.agent import (
     run_agent_loop,
 )
 from openclaw_runtime.context import (
-    CONTEXT_LIMIT_TRUNCATION_NOTICE,
-    MID_TURN_PRECHECK_ERROR_MESSAGE,
     MidTurnPrecheckOptions,
+    install_tool_result_context_guard,
+    is_mid_turn_precheck_error_message,
+)
+from openclaw_runtime.context.guard import (
+    MID_TURN_PRECHECK_ERROR_MESSAGE,
     MidTurnPrecheckRequest,
     MidTurnPrecheckSignal,
     ToolResultContextGuard,
     enforce_tool_result_limit,
     estimate_tool_result_context_chars,
-    format_context_limit_truncation_notice,
-    install_tool_result_context_guard,
-    is_mid_turn_precheck_error_message,
     is_mid_turn_precheck_signal,
     truncate_tool_result_to_chars,
+)
+from openclaw_runtime.context.truncation import (
+    CONTEXT_LIMIT_TRUNCATION_NOTICE,
+    format_context_limit_truncation_notice,
 )
 from openclaw_runtime.messages import (
     AssistantMessage,

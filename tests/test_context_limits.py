@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from openclaw_runtime.context import (
+from openclaw_runtime.context.limits import (
     DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
     MAX_TOOL_RESULT_CONTEXT_SHARE,
     MIN_KEEP_CHARS,

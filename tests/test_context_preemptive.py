@@ -8,15 +8,17 @@ import math
 import pytest
 
 from openclaw_runtime.context import (
-    PREEMPTIVE_OVERFLOW_ERROR_TEXT,
-    LlmBoundaryTokenPressure,
     estimate_llm_boundary_token_pressure,
     estimate_rendered_llm_boundary_token_pressure,
-    estimate_tool_result_reduction_potential,
-    format_pre_prompt_precheck_log,
     resolve_prompt_budget,
     should_preemptively_compact_before_prompt,
 )
+from openclaw_runtime.context.preemptive import (
+    PREEMPTIVE_OVERFLOW_ERROR_TEXT,
+    LlmBoundaryTokenPressure,
+    format_pre_prompt_precheck_log,
+)
+from openclaw_runtime.context.truncation import estimate_tool_result_reduction_potential
 from openclaw_runtime.messages import (
     AssistantMessage,
     TextContent,

@@ -7,20 +7,20 @@ import math
 import pytest
 
 from openclaw_runtime.context import (
-    SAFETY_MARGIN,
-    TokenEstimator,
     estimate_llm_boundary_token_pressure,
-    estimate_message_token_pressure,
     estimate_rendered_llm_boundary_token_pressure,
-    estimate_string_chars,
-    estimate_tokens_from_chars,
-    resolve_token_estimator,
 )
 from openclaw_runtime.context.tokens import (
     BRANCH_SUMMARY_PREFIX,
     BRANCH_SUMMARY_SUFFIX,
     COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX,
+    SAFETY_MARGIN,
+    TokenEstimator,
+    estimate_message_token_pressure,
+    estimate_string_chars,
+    estimate_tokens_from_chars,
+    resolve_token_estimator,
 )
 from openclaw_runtime.messages import (
     AssistantMessage,

@@ -9,6 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openclaw_runtime.context import (
+    session_likely_has_oversized_tool_results,
+    truncate_oversized_tool_results_in_messages,
+)
+from openclaw_runtime.context.truncation import (
     MIDDLE_OMISSION_MARKER,
     compact_recovery_suffix,
     estimate_tool_result_reduction_potential,
@@ -16,9 +20,7 @@ from openclaw_runtime.context import (
     get_tool_result_text_length,
     has_important_tail,
     message_has_truncation_marker,
-    session_likely_has_oversized_tool_results,
     text_has_truncation_marker,
-    truncate_oversized_tool_results_in_messages,
     truncate_tool_result_message,
     truncate_tool_result_text,
 )

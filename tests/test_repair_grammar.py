@@ -7,26 +7,25 @@ import json
 import pytest
 
 from openclaw_runtime.repair import (
+    PlainTextToolCallParseOptions,
+    StructuralLineBreaks,
+    parse_standalone_plain_text_tool_call_blocks,
+)
+from openclaw_runtime.repair.grammar import (
+    DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES,
     END_TOOL_REQUEST,
     HARMONY_CALL_MARKER,
     HARMONY_CHANNEL_MARKER,
     HARMONY_MESSAGE_MARKER,
     MAX_PLAIN_TEXT_TOOL_NAME_CHARS,
-    PlainTextToolCallParseOptions,
-    StructuralLineBreaks,
-    is_plain_text_tool_name_char,
-    is_xmlish_name_char,
-    parse_json_tool_call_blocks_at,
-    parse_standalone_plain_text_tool_call_blocks,
-)
-from openclaw_runtime.repair.grammar import (
-    DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES,
     consume_line_break,
     consume_structural_line_break_after_horizontal_whitespace,
     index_of_ascii_marker_ignore_case,
     is_ascii_marker_prefix_ignore_case,
     is_js_blank,
     is_literal_prefix_at,
+    is_plain_text_tool_name_char,
+    is_xmlish_name_char,
     js_trim,
     skip_horizontal_whitespace,
     skip_line_indentation,
@@ -34,7 +33,7 @@ from openclaw_runtime.repair.grammar import (
     starts_with_ascii_marker_ignore_case,
     utf8_byte_length_within_limit,
 )
-from openclaw_runtime.repair.json_object import scan_json_object
+from openclaw_runtime.repair.json_object import parse_json_tool_call_blocks_at, scan_json_object
 
 parse = parse_standalone_plain_text_tool_call_blocks
 

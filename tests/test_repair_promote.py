@@ -15,10 +15,12 @@ from openclaw_runtime.messages import (
 )
 from openclaw_runtime.repair import (
     BUILTIN_TOOL_CALL_FORMATS,
-    create_promoted_plain_text_tool_call_events,
-    extract_standalone_plain_text_tool_call_text,
     project_standalone_plain_text_tool_call_message,
     promote_plain_text_tool_calls,
+)
+from openclaw_runtime.repair.promote import (
+    create_promoted_plain_text_tool_call_events,
+    extract_standalone_plain_text_tool_call_text,
     promote_standalone_plain_text_tool_call_message,
     resolve_exact_tool_name,
 )

@@ -16,17 +16,17 @@ from openclaw_runtime.llm import Context, Tool
 from openclaw_runtime.messages import AssistantMessage, TextContent
 from openclaw_runtime.repair import (
     BUILTIN_TOOL_CALL_FORMATS,
-    AllowedToolNameMatcher,
     FormatScanOptions,
     parse_standalone_plain_text_tool_call_blocks,
     promote_plain_text_tool_calls,
     repair_plain_text_tool_calls,
     scan_plain_text_json_tool_call,
     scan_plain_text_tool_call,
-    scan_standalone_plain_text_tool_calls,
-    scan_xmlish_tool_call,
     strip_plain_text_tool_call_blocks,
 )
+from openclaw_runtime.repair.formats import scan_standalone_plain_text_tool_calls
+from openclaw_runtime.repair.scan import AllowedToolNameMatcher
+from openclaw_runtime.repair.xmlish import scan_xmlish_tool_call
 
 FORMATS = tuple(BUILTIN_TOOL_CALL_FORMATS.values())
 PROPERTY_SETTINGS = settings(

@@ -6,13 +6,13 @@ import pytest
 
 import openclaw_runtime.repair.strip as strip_module
 from openclaw_runtime.repair import (
-    AllowedToolNameMatcher,
     StructuralLineBreaks,
     scan_plain_text_json_tool_call,
     scan_plain_text_tool_call,
-    scan_xmlish_tool_call,
     strip_plain_text_tool_call_blocks,
 )
+from openclaw_runtime.repair.scan import AllowedToolNameMatcher
+from openclaw_runtime.repair.xmlish import scan_xmlish_tool_call
 
 # --------------------------------------------------------------------------- JSON-payload scan
 

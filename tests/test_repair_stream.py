@@ -38,9 +38,9 @@ from openclaw_runtime.repair import (
     PlainTextToolCallBlock,
     PlainTextToolCallRepairer,
     apply_stream_repairers,
-    bind_tool_call_formats,
     repair_plain_text_tool_calls,
 )
+from openclaw_runtime.repair.compose import bind_tool_call_formats
 from openclaw_runtime.testing import EventRecorder, FakeProvider, fake_model, scripted_stream, text
 
 pytestmark = pytest.mark.anyio

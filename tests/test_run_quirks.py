@@ -13,10 +13,10 @@ import pytest
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.context import (
-    PROMPT_REFUSAL_WINDOW_FACTOR,
     format_prompt_too_large_message,
     should_refuse_prompt_before_sending,
 )
+from openclaw_runtime.context.preemptive import PROMPT_REFUSAL_WINDOW_FACTOR
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.providers.empty_stream import DIAGNOSTIC_NOTE
 from openclaw_runtime.runner.entry import resolve_output_token_cap

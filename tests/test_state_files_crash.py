@@ -29,7 +29,8 @@ from openclaw_runtime.runner.session_index import SessionIndex
 from openclaw_runtime.runner.steering import SubagentRunRecord, upsert_subagent_run
 from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
-from openclaw_runtime.transcript import SessionManager, invalid_lines_path
+from openclaw_runtime.transcript import SessionManager
+from openclaw_runtime.transcript.jsonl import invalid_lines_path
 from tests.run_support import openai_config
 
 MODELS = {"main": 64_000}

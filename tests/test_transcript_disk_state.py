@@ -20,13 +20,10 @@ import pytest
 from openclaw_runtime import Runtime, TranscriptError
 from openclaw_runtime.messages import load_message
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
-from openclaw_runtime.transcript import (
-    InvalidSessionIdError,
-    SessionManager,
-    invalid_lines_path,
-    validate_session_id,
-)
+from openclaw_runtime.transcript import SessionManager, validate_session_id
+from openclaw_runtime.transcript.jsonl import invalid_lines_path
 from openclaw_runtime.transcript.repair import STREAM_ERROR_FALLBACK_TEXT
+from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 from tests.run_support import openai_config, pending_repairs, repair_backups
 
 pytestmark = pytest.mark.anyio

@@ -7,14 +7,16 @@ import copy
 import pytest
 
 from openclaw_runtime.messages import AssistantMessage, ToolResultMessage, UserMessage, load_message
-from openclaw_runtime.transcript import (
+from openclaw_runtime.transcript.pairing import (
     DEFAULT_MISSING_TOOL_RESULT_TEXT,
     make_missing_tool_result,
-    repair_tool_call_inputs,
     repair_tool_use_result_pairing,
-    sanitize_tool_call_inputs,
     sanitize_tool_use_result_pairing,
     strip_tool_result_details,
+)
+from openclaw_runtime.transcript.tool_inputs import (
+    repair_tool_call_inputs,
+    sanitize_tool_call_inputs,
 )
 
 

@@ -11,12 +11,9 @@ from pathlib import Path
 import pytest
 
 from openclaw_runtime.messages import UserMessage
-from openclaw_runtime.transcript import (
-    SessionManager,
-    invalid_lines_path,
-    repair_session_file,
-    repair_session_file_if_needed,
-)
+from openclaw_runtime.transcript import SessionManager, repair_session_file_if_needed
+from openclaw_runtime.transcript.jsonl import invalid_lines_path
+from openclaw_runtime.transcript.repair import repair_session_file
 
 HEADER = {
     "type": "session",
@@ -475,7 +472,7 @@ async def test_read_only_open_skips_bad_lines_without_touching_the_file(tmp_path
 
 
 def test_snapshot_is_taken_only_when_no_compaction_runs_before_or_after():
-    from openclaw_runtime.transcript import capture_pre_compaction_snapshot
+    from openclaw_runtime.transcript.snapshot import capture_pre_compaction_snapshot
 
     history = [{"role": "user", "content": "q"}]
     assert capture_pre_compaction_snapshot(lambda: history, lambda: False) == history
@@ -511,7 +508,7 @@ RESULT_MSG = {"role": "toolResult", "toolCallId": "c", "content": []}
     ],
 )
 def test_select_compaction_timeout_snapshot(during, pre, current, expected_source, expected):
-    from openclaw_runtime.transcript import select_compaction_timeout_snapshot
+    from openclaw_runtime.transcript.snapshot import select_compaction_timeout_snapshot
 
     selection = select_compaction_timeout_snapshot(
         timed_out_during_compaction=during,
@@ -534,7 +531,7 @@ def test_select_compaction_timeout_snapshot(during, pre, current, expected_sourc
     ],
 )
 def test_should_flag_compaction_timeout(timeout, pending, in_flight, flagged):
-    from openclaw_runtime.transcript import should_flag_compaction_timeout
+    from openclaw_runtime.transcript.snapshot import should_flag_compaction_timeout
 
     assert (
         should_flag_compaction_timeout(

@@ -10,15 +10,17 @@ import pytest
 from openclaw_runtime import hookimpl
 from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_runtime.transcript import (
-    GOOGLE_TURN_ORDER_BOOTSTRAP_TEXT,
-    TOOL_CALLS_OMITTED_TEXT,
     TranscriptPolicy,
     resolve_transcript_policy,
     sanitize_google_turn_ordering,
-    strip_dangling_tool_uses,
     validate_gemini_turns,
     validate_replay_turns,
     validate_strict_turns,
+)
+from openclaw_runtime.transcript.replay import (
+    GOOGLE_TURN_ORDER_BOOTSTRAP_TEXT,
+    TOOL_CALLS_OMITTED_TEXT,
+    strip_dangling_tool_uses,
 )
 
 

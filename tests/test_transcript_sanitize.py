@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 from openclaw_runtime import hookimpl
 from openclaw_runtime.messages import load_message
 from openclaw_runtime.transcript import (
-    BUILTIN_SANITIZERS,
     SessionManager,
     TranscriptPolicy,
     resolve_transcript_policy,
     run_transcript_sanitizers,
+)
+from openclaw_runtime.transcript.images import sanitize_session_messages_images
+from openclaw_runtime.transcript.sanitize import (
+    BUILTIN_SANITIZERS,
     sanitize_session_history,
-    sanitize_session_messages_images,
     strip_stale_assistant_usage_before_latest_compaction,
 )
 

@@ -13,14 +13,10 @@ import pytest
 
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
-from openclaw_runtime.transcript import (
-    InvalidSessionIdError,
-    JsonlSessionStore,
-    SessionLockTimeout,
-    SessionManager,
-    SessionPathError,
-    validate_session_id,
-)
+from openclaw_runtime.transcript import JsonlSessionStore, SessionManager, validate_session_id
+from openclaw_runtime.transcript.entries import SessionPathError
+from openclaw_runtime.transcript.jsonl import SessionLockTimeout
+from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 
 pytestmark = pytest.mark.anyio
 
@@ -585,7 +581,7 @@ async def test_repair_that_races_a_writer_repairs_the_latest_content(tmp_path, m
         calls.append(len(data))
         return parse(data)
 
-    monkeypatch.setattr("openclaw_runtime.transcript.store.parse_session_bytes", racing_parse)
+    monkeypatch.setattr("openclaw_runtime.transcript.load.parse_session_bytes", racing_parse)
     manager = real(SessionManager, path, lock_timeout=2)
     assert [e["id"] for e in manager.get_entries()] == ["a", "b"]
     assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == ["s1", "a", "b"]

@@ -7,15 +7,15 @@ import copy
 import pytest
 
 from openclaw_runtime.messages import AssistantMessage, ThinkingContent, load_message
-from openclaw_runtime.transcript import (
+from openclaw_runtime.transcript.thinking import (
     OMITTED_ASSISTANT_REASONING_TEXT,
     assess_last_assistant_message,
     drop_reasoning_from_history,
     drop_thinking_blocks,
+    should_preserve_latest_assistant_thinking,
     strip_invalid_thinking_signatures,
     strip_stale_thinking_signatures_for_compaction_replay,
 )
-from openclaw_runtime.transcript.thinking import should_preserve_latest_assistant_thinking
 
 
 def thinking(text="t", **signature):

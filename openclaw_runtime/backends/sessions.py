@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..transcript.incremental import IncrementalSanitizer
-    from ..transcript.store import SessionContext, TranscriptRewriteResult
+    from ..transcript.rewrite import TranscriptRewriteResult
+    from ..transcript.session_context import SessionContext
 
 __all__ = ["Session", "SessionIndex", "SessionIndexEntry", "SessionStore"]
 
@@ -128,7 +129,7 @@ class Session(Protocol):
 
     def message_of(self, entry: Mapping[str, Any]) -> Any:
         """The message of one of this session's ``message`` entries as a ``messages`` model
-        (``transcript.store.entry_message``; a session may cache it per entry)."""
+        (``transcript.session_context.entry_message``; a session may cache it per entry)."""
         ...
 
     async def append_message(self, message: Any, *, append_mode: str | None = None) -> str:

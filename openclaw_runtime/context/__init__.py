@@ -1,219 +1,52 @@
-"""Context: engines, compaction, truncation, limits and token estimation."""
+"""Context: what the model sees, and the defences that keep it inside the window.
+
+* context engines (``engine`` the contract, ``legacy`` the built-in one, ``registry`` the slot
+  with its quarantine proxy, ``lifecycle``, ``delegate``) assemble and compact a session;
+* ``compaction`` is the runtime's own summarize-and-keep-a-tail compaction;
+* the context-window defences the runner applies around each model call: token estimation
+  (``tokens``), tool-result limits and truncation (``limits``, ``truncation``), the
+  tool-result context guard (``guard``), preemptive compaction and prompt refusal
+  (``preemptive``) and duplicate-user dedupe (``dedupe``).
+
+Layering: ``context`` sits above ``transcript`` (compaction reads session branches through
+``transcript.session_context``); ``transcript`` never imports ``context``. This face
+re-exports the names the runner uses; everything else is imported from its module.
+"""
 
 from __future__ import annotations
 
-# --------------------------------------------------------------------------- context-window
-# defences: token estimation, tool-result limits and truncation, duplicate-user dedupe,
-# preemptive routing and the tool-result context guard (tokens, limits, truncation, dedupe,
-# preemptive, guard). Engine and compaction exports go in their own block below.
-from .dedupe import (
-    DEFAULT_DUPLICATE_USER_MESSAGE_WINDOW_MS,
-    MIN_DUPLICATE_USER_MESSAGE_CHARS,
-    dedupe_duplicate_user_messages_for_compaction,
-)
+from .engine import ContextEngine
 from .guard import (
-    MID_TURN_PRECHECK_ERROR_MESSAGE,
     MidTurnPrecheckOptions,
-    MidTurnPrecheckRequest,
-    MidTurnPrecheckRoute,
-    MidTurnPrecheckSignal,
-    ToolResultContextGuard,
-    enforce_tool_result_limit,
-    estimate_tool_result_context_chars,
     install_tool_result_context_guard,
     is_mid_turn_precheck_error_message,
-    is_mid_turn_precheck_signal,
-    truncate_tool_result_to_chars,
-)
-from .limits import (
-    DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
-    MAX_TOOL_RESULT_CONTEXT_SHARE,
-    MIN_KEEP_CHARS,
-    MIN_PROMPT_BUDGET_RATIO,
-    MIN_PROMPT_BUDGET_TOKENS,
-    RECOVERY_MIN_KEEP_CHARS,
-    calculate_max_tool_result_chars,
-    calculate_max_tool_result_chars_with_cap,
-    resolve_auto_live_tool_result_max_chars,
-    resolve_live_tool_result_max_chars,
-    resolve_tool_result_context_max_chars,
 )
 from .preemptive import (
-    PREEMPTIVE_OVERFLOW_ERROR_TEXT,
-    PROMPT_REFUSAL_WINDOW_FACTOR,
-    LlmBoundaryTokenPressure,
-    PreemptiveCompactionDecision,
-    PreemptiveCompactionRoute,
-    format_pre_prompt_precheck_log,
     format_prompt_too_large_message,
     resolve_prompt_budget,
     should_preemptively_compact_before_prompt,
     should_refuse_prompt_before_sending,
 )
 from .tokens import (
-    DEFAULT_TOKEN_ESTIMATOR,
-    SAFETY_MARGIN,
-    TokenEstimator,
     estimate_llm_boundary_token_pressure,
-    estimate_message_token_pressure,
     estimate_rendered_llm_boundary_token_pressure,
-    estimate_string_chars,
-    estimate_tokens_from_chars,
-    resolve_token_estimator,
 )
 from .truncation import (
-    CONTEXT_LIMIT_TRUNCATION_NOTICE,
-    MIDDLE_OMISSION_MARKER,
-    ToolResultReductionPotential,
-    ToolResultTruncationStats,
-    compact_recovery_suffix,
-    estimate_tool_result_reduction_potential,
-    format_context_limit_truncation_notice,
-    get_tool_result_text_length,
-    has_important_tail,
-    message_has_truncation_marker,
     session_likely_has_oversized_tool_results,
-    text_has_truncation_marker,
     truncate_oversized_tool_results_in_messages,
-    truncate_tool_result_message,
-    truncate_tool_result_text,
 )
 
-__all__ = [  # context-window defences; other blocks extend with `__all__ += [...]`
-    "CONTEXT_LIMIT_TRUNCATION_NOTICE",
-    "DEFAULT_DUPLICATE_USER_MESSAGE_WINDOW_MS",
-    "DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS",
-    "DEFAULT_TOKEN_ESTIMATOR",
-    "MAX_TOOL_RESULT_CONTEXT_SHARE",
-    "MIDDLE_OMISSION_MARKER",
-    "MID_TURN_PRECHECK_ERROR_MESSAGE",
-    "MIN_DUPLICATE_USER_MESSAGE_CHARS",
-    "MIN_KEEP_CHARS",
-    "MIN_PROMPT_BUDGET_RATIO",
-    "MIN_PROMPT_BUDGET_TOKENS",
-    "PREEMPTIVE_OVERFLOW_ERROR_TEXT",
-    "PROMPT_REFUSAL_WINDOW_FACTOR",
-    "RECOVERY_MIN_KEEP_CHARS",
-    "SAFETY_MARGIN",
-    "LlmBoundaryTokenPressure",
+__all__ = [
+    "ContextEngine",
     "MidTurnPrecheckOptions",
-    "MidTurnPrecheckRequest",
-    "MidTurnPrecheckRoute",
-    "MidTurnPrecheckSignal",
-    "PreemptiveCompactionDecision",
-    "PreemptiveCompactionRoute",
-    "TokenEstimator",
-    "ToolResultContextGuard",
-    "ToolResultReductionPotential",
-    "ToolResultTruncationStats",
-    "calculate_max_tool_result_chars",
-    "calculate_max_tool_result_chars_with_cap",
-    "compact_recovery_suffix",
-    "dedupe_duplicate_user_messages_for_compaction",
-    "enforce_tool_result_limit",
     "estimate_llm_boundary_token_pressure",
-    "estimate_message_token_pressure",
     "estimate_rendered_llm_boundary_token_pressure",
-    "estimate_string_chars",
-    "estimate_tokens_from_chars",
-    "estimate_tool_result_context_chars",
-    "estimate_tool_result_reduction_potential",
-    "format_context_limit_truncation_notice",
-    "format_pre_prompt_precheck_log",
     "format_prompt_too_large_message",
-    "get_tool_result_text_length",
-    "has_important_tail",
     "install_tool_result_context_guard",
     "is_mid_turn_precheck_error_message",
-    "is_mid_turn_precheck_signal",
-    "message_has_truncation_marker",
-    "resolve_auto_live_tool_result_max_chars",
-    "resolve_live_tool_result_max_chars",
     "resolve_prompt_budget",
-    "resolve_token_estimator",
-    "resolve_tool_result_context_max_chars",
     "session_likely_has_oversized_tool_results",
     "should_preemptively_compact_before_prompt",
     "should_refuse_prompt_before_sending",
-    "text_has_truncation_marker",
     "truncate_oversized_tool_results_in_messages",
-    "truncate_tool_result_message",
-    "truncate_tool_result_text",
-    "truncate_tool_result_to_chars",
-]
-# --------------------------------------------------------------------------- end of defences
-
-# --------------------------------------------------------------------------- context engines:
-# the engine contract, the built-in legacy engine, the slot with its quarantine proxy, the
-# lifecycle helpers and delegated compaction.
-from .delegate import delegate_compaction_to_runtime
-from .engine import (
-    AfterTurnParams,
-    AssembleParams,
-    AssembleResult,
-    BootstrapParams,
-    BootstrapResult,
-    CompactionDetails,
-    CompactParams,
-    CompactResult,
-    ContextEngine,
-    ContextEngineInfo,
-    ContextEngineRuntimeContext,
-    IngestBatchParams,
-    IngestBatchResult,
-    IngestParams,
-    IngestResult,
-    MaintainParams,
-    MaintenanceResult,
-    PrepareSubagentSpawnParams,
-    SubagentEndedParams,
-    SubagentSpawnPreparation,
-    describe_context_engine_contract_error,
-)
-from .legacy import LegacyContextEngine
-from .lifecycle import (
-    COMPACTION_SAFETY_TIMEOUT_S,
-    compact_context_engine_with_safety_timeout,
-    finish_turn,
-)
-from .registry import (
-    DEFAULT_CONTEXT_ENGINE_ID,
-    ContextEngineFactoryContext,
-    ContextEngineQuarantine,
-    ContextEngineSlot,
-    QuarantineProxy,
-)
-
-__all__ += [
-    "COMPACTION_SAFETY_TIMEOUT_S",
-    "DEFAULT_CONTEXT_ENGINE_ID",
-    "AfterTurnParams",
-    "AssembleParams",
-    "AssembleResult",
-    "BootstrapParams",
-    "BootstrapResult",
-    "CompactParams",
-    "CompactResult",
-    "CompactionDetails",
-    "ContextEngine",
-    "ContextEngineFactoryContext",
-    "ContextEngineInfo",
-    "ContextEngineQuarantine",
-    "ContextEngineRuntimeContext",
-    "ContextEngineSlot",
-    "IngestBatchParams",
-    "IngestBatchResult",
-    "IngestParams",
-    "IngestResult",
-    "LegacyContextEngine",
-    "MaintainParams",
-    "MaintenanceResult",
-    "PrepareSubagentSpawnParams",
-    "QuarantineProxy",
-    "SubagentEndedParams",
-    "SubagentSpawnPreparation",
-    "compact_context_engine_with_safety_timeout",
-    "delegate_compaction_to_runtime",
-    "describe_context_engine_contract_error",
-    "finish_turn",
 ]

@@ -14,6 +14,9 @@ What it guarantees:
 
 Pure parts (``find_compaction_cut``, ``serialize_conversation``, ``build_summary_prompt``) are
 separate from the model call so they can be tested by tables.
+
+Layering: ``context`` sits above ``transcript``. Compaction reads a session branch the way a
+model call sees it (``transcript.session_context``); ``transcript`` never imports ``context``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
+from ..transcript.session_context import build_session_context, entry_message
 from .dedupe import dedupe_duplicate_user_messages_for_compaction
 from .engine import CompactionDetails, CompactResult
 from .tokens import estimate_llm_boundary_token_pressure
@@ -315,8 +319,6 @@ def messages_with_entries(
     After an earlier compaction the context starts with that compaction's summary; its entry
     is the compaction entry itself.
     """
-    from ..transcript.store import build_session_context, entry_message
-
     pairs: list[tuple[dict[str, Any], Any]] = []
 
     def message_of(entry: Any) -> Any:

@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..redaction import package_logger
 from .blocks import PlainTextToolCallBlock, PlainTextToolCallParseOptions
+from .call_at import parse_json_syntax_tool_call_block_at, parse_xmlish_tool_call_block_at
 from .grammar import (
     DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES,
     Span,
@@ -44,7 +45,6 @@ from .grammar import (
     utf8_byte_length_within_limit,
 )
 from .json_object import parse_json_tool_call_blocks_at, scan_json_object
-from .payload import parse_json_syntax_tool_call_block_at, parse_xmlish_tool_call_block_at
 from .scan import (
     PlainTextJsonToolCallCandidate,
     ScanKind,

@@ -28,7 +28,7 @@ from ..context.compaction import (
 from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeContext
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
-from ..transcript.store import entry_message
+from ..transcript.session_context import entry_message
 
 __all__ = [
     "TruncationOutcome",

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .entries import parse_timestamp_ms
-from .pairing import extract_tool_calls_from_assistant, extract_tool_result_id
 from .policy import TranscriptPolicy
 from .sanitize import BUILTIN_SANITIZERS, OnError, _as_spec, run_transcript_sanitizers
+from .tool_calls import extract_tool_calls_from_assistant, extract_tool_result_id
 from .wire import role_of, wget
 
 __all__ = ["IncrementalSanitizer", "find_stable_boundary"]

@@ -1,4 +1,4 @@
-"""Tool-call / tool-result pairing and tool-call input hygiene (spec §12.3).
+"""Tool-call / tool-result pairing repair (spec §12.3).
 
 Strict providers reject a transcript unless every tool call is answered by exactly one result
 right after the assistant turn that made it. :func:`repair_tool_use_result_pairing` works in
@@ -15,43 +15,38 @@ right after the assistant turn that made it. :func:`repair_tool_use_result_pairi
   place after the results; aborted/error turns never get synthetic results (their real
   results are kept, or the whole turn is dropped with ``errored_assistant_result_policy="drop"``).
 
-:func:`sanitize_tool_call_inputs` drops tool calls that cannot be replayed (blank id/name,
-bad or disallowed name, interrupted ``partialJson`` streams) and redacts ``sessions_spawn``
-attachment content. Signed-thinking turns are kept byte-for-byte or dropped whole.
 
 Every function is pure: the input list and its messages are never changed, and an input
 that needs nothing is returned as the same list object.
+
+Reading calls and result ids out of messages is in ``tool_calls``; the tool-call input
+sanitizer (``repair_tool_call_inputs``) in ``tool_inputs``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
-
+from .tool_calls import (
+    block_type,
+    extract_tool_calls_from_assistant,
+    extract_tool_result_id,
+    is_message,
+    normalize_legacy_result_id,
+    optional_string,
+)
 from .wire import make_tool_result, role_of, wdel, wget, whas, wset
 
 __all__ = [
     "DEFAULT_MISSING_TOOL_RESULT_TEXT",
-    "REDACTED_ATTACHMENT_CONTENT",
     "SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY",
-    "TOOL_CALL_NAME_MAX_CHARS",
-    "ToolCallInputRepairReport",
-    "ToolCallRef",
     "ToolUseRepairReport",
     "collect_completed_tool_call_blocks",
-    "extract_tool_calls_from_assistant",
-    "extract_tool_result_id",
-    "extract_tool_result_ids",
-    "is_allowed_tool_call_name",
     "is_synthetic_missing_tool_result",
     "make_missing_tool_result",
-    "repair_tool_call_inputs",
     "repair_tool_use_result_pairing",
-    "sanitize_tool_call_inputs",
     "sanitize_tool_use_result_pairing",
     "strip_tool_result_details",
 ]
@@ -61,106 +56,8 @@ DEFAULT_MISSING_TOOL_RESULT_TEXT = (
     "inserted synthetic error result for transcript repair."
 )
 SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY = "openclawSyntheticMissingToolResult"
-REDACTED_ATTACHMENT_CONTENT = "__OPENCLAW_REDACTED__"
-TOOL_CALL_NAME_MAX_CHARS = 64
-_TOOL_CALL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-#: Block types the pairing repair treats as tool calls.
-_PAIRED_CALL_TYPES = frozenset({"toolCall", "toolUse", "functionCall"})
-#: Block types the input sanitizer inspects (legacy snake_case spellings included).
-_RAW_CALL_TYPES = frozenset(
-    {"toolCall", "toolUse", "functionCall", "tool_call", "tool_use", "function_call"}
-)
-_CALL_ID_KEYS = ("id", "call_id", "toolCallId", "toolUseId", "tool_call_id", "tool_use_id")
-_RESULT_ID_KEYS = ("toolCallId", "toolUseId", "tool_call_id", "tool_use_id", "callId", "call_id")
 
 ErroredAssistantResultPolicy = Literal["preserve", "drop"]
-
-
-# --------------------------------------------------------------------------- small readers
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRef:
-    """One tool call of an assistant turn: its id, name and block position."""
-
-    id: str
-    name: str | None
-    content_index: int
-
-
-def _is_message(value: Any) -> bool:
-    return value is not None and not isinstance(value, str | int | float | bool | list)
-
-
-def _block_type(block: Any) -> Any:
-    return wget(block, "type") if _is_message(block) else None
-
-
-def _read_tool_call(block: Any, index: int) -> ToolCallRef | None:
-    if _block_type(block) not in _PAIRED_CALL_TYPES:
-        return None
-    call_id = wget(block, "id")
-    if not isinstance(call_id, str) or not call_id:
-        return None
-    name = wget(block, "name")
-    return ToolCallRef(call_id, name if isinstance(name, str) else None, index)
-
-
-def extract_tool_calls_from_assistant(message: Any) -> list[ToolCallRef]:
-    """The tool calls of an assistant message (``toolCall``/``toolUse``/``functionCall``)."""
-    content = wget(message, "content")
-    if not isinstance(content, list):
-        return []
-    calls = []
-    for index, block in enumerate(content):
-        call = _read_tool_call(block, index)
-        if call is not None:
-            calls.append(call)
-    return calls
-
-
-def extract_tool_result_ids(message: Any) -> list[str]:
-    """Every id a tool result names, trimmed and de-duplicated, in field order."""
-    ids: list[str] = []
-    for key in _RESULT_ID_KEYS:
-        value = wget(message, key)
-        if isinstance(value, str):
-            trimmed = value.strip()
-            if trimmed and trimmed not in ids:
-                ids.append(trimmed)
-    return ids
-
-
-def extract_tool_result_id(message: Any) -> str | None:
-    """The first id a tool result names."""
-    ids = extract_tool_result_ids(message)
-    return ids[0] if ids else None
-
-
-def _optional_string(value: Any) -> str | None:
-    if isinstance(value, str):
-        trimmed = value.strip()
-        return trimmed or None
-    return None
-
-
-def is_allowed_tool_call_name(name: Any, allowed: frozenset[str] | None) -> bool:
-    """Non-blank, ≤ 64 chars of ``[A-Za-z0-9_-]`` after trimming, and on the allowlist."""
-    if not isinstance(name, str):
-        return False
-    trimmed = name.strip()
-    if not trimmed or len(trimmed) > TOOL_CALL_NAME_MAX_CHARS:
-        return False
-    if not _TOOL_CALL_NAME_RE.match(trimmed):
-        return False
-    return allowed is None or trimmed.lower() in allowed
-
-
-def _normalize_allowed(names: Iterable[str] | None) -> frozenset[str] | None:
-    if names is None:
-        return None
-    normalized = frozenset(n.strip().lower() for n in names if isinstance(n, str) and n.strip())
-    return normalized or None
 
 
 # --------------------------------------------------------------------------- synthetic results
@@ -201,29 +98,17 @@ def is_synthetic_missing_tool_result(message: Any) -> bool:
     if not isinstance(content, list):
         return False
     return any(
-        _block_type(block) == "text" and wget(block, "text") == DEFAULT_MISSING_TOOL_RESULT_TEXT
+        block_type(block) == "text" and wget(block, "text") == DEFAULT_MISSING_TOOL_RESULT_TEXT
         for block in content
     )
 
 
 def _normalize_result_name(message: Any, fallback: str | None) -> Any:
     raw = wget(message, "toolName")
-    name = _optional_string(raw) or _optional_string(fallback)
+    name = optional_string(raw) or optional_string(fallback)
     if name is None and isinstance(raw, str):
         name = "unknown"
     return wset(message, toolName=name) if name is not None and name != raw else message
-
-
-def _normalize_legacy_result_id(message: Any, calls: Sequence[ToolCallRef]) -> Any:
-    """A result with no id answers the only call of its turn (and is marked an error)."""
-    if extract_tool_result_id(message) or len(calls) != 1:
-        return message
-    call = calls[0]
-    result_name = _optional_string(wget(message, "toolName"))
-    call_name = _optional_string(call.name)
-    if result_name and call_name and result_name != call_name:
-        return message
-    return wset(message, toolCallId=call.id, isError=True)
 
 
 def _timestamp_of(message: Any) -> Any:
@@ -311,12 +196,12 @@ def _classify(messages: Sequence[Any]) -> _Classification:
         unclaimed: list[_Record] = []
         for index in range(start + 1, end):
             message = messages[index]
-            if not _is_message(message):
+            if not is_message(message):
                 continue
             if role_of(message) != "toolResult":
                 remainder.append(message)
                 continue
-            normalized = _normalize_legacy_result_id(message, calls)
+            normalized = normalize_legacy_result_id(message, calls)
             result_id = extract_tool_result_id(normalized)
             owner = pending.claim(result_id) if result_id else None
             if owner is not None:
@@ -433,7 +318,7 @@ def repair_tool_use_result_pairing(
         nonlocal cursor, orphans
         for index in range(cursor, end):
             message = messages[index]
-            if not _is_message(message):
+            if not is_message(message):
                 continue
             if role_of(message) == "toolResult":
                 orphans += 1
@@ -520,259 +405,3 @@ def strip_tool_result_details(messages: Sequence[Any]) -> list[Any]:
             out.append(wdel(message, "details"))
         touched = True
     return out if touched else list(messages) if not isinstance(messages, list) else messages
-
-
-# --------------------------------------------------------------------------- tool-call inputs
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallInputRepairReport:
-    """What :func:`repair_tool_call_inputs` did."""
-
-    messages: list[Any]
-    dropped_tool_calls: int = 0
-    dropped_assistant_messages: int = 0
-
-
-def _is_raw_call(block: Any) -> bool:
-    return _block_type(block) in _RAW_CALL_TYPES
-
-
-def _has_input(block: Any) -> bool:
-    return wget(block, "input") is not None or wget(block, "arguments") is not None
-
-
-def _has_call_id(block: Any) -> bool:
-    return any(_optional_string(wget(block, key)) for key in _CALL_ID_KEYS)
-
-
-def _is_thinking_like(block: Any) -> bool:
-    return _block_type(block) in ("thinking", "redacted_thinking")
-
-
-def _is_complete_json_object(text: str) -> bool:
-    try:
-        return isinstance(orjson.loads(text), dict)
-    except orjson.JSONDecodeError:
-        return False
-
-
-def _is_finalized_responses_call(message: Any, block: Any) -> bool:
-    """A ``partialJson`` scratch buffer left on a call the Responses API did finish."""
-    partial = wget(block, "partialJson")
-    call_id = wget(block, "id")
-    arguments = wget(block, "arguments")
-    if (
-        wget(message, "stopReason") != "toolUse"
-        or not isinstance(partial, str)
-        or not isinstance(call_id, str)
-        or whas(block, "input")
-        or not isinstance(arguments, dict)
-    ):
-        return False
-    if not _is_complete_json_object(partial) and (partial.strip() or arguments):
-        return False
-    separator = call_id.find("|")
-    return 0 < separator < len(call_id) - 1
-
-
-def _redact_attachments(value: Any) -> Any:
-    if not isinstance(value, dict) or not isinstance(value.get("attachments"), list):
-        return value
-    attachments = [
-        {**item, "content": REDACTED_ATTACHMENT_CONTENT}
-        if isinstance(item, dict) and "content" in item
-        else item
-        for item in value["attachments"]
-    ]
-    return {**value, "attachments": attachments}
-
-
-def _sanitize_call_block(block: Any) -> Any:
-    """Trim the name; redact ``sessions_spawn`` attachment content."""
-    raw_name = wget(block, "name")
-    trimmed = raw_name.strip() if isinstance(raw_name, str) else None
-    updates: dict[str, Any] = {}
-    if trimmed and trimmed != raw_name:
-        updates["name"] = trimmed
-    if trimmed and trimmed.lower() == "sessions_spawn":
-        for key in ("arguments", "input"):
-            if whas(block, key):
-                value = wget(block, key)
-                redacted = _redact_attachments(value)
-                if redacted is not value and redacted != value:
-                    updates[key] = redacted
-    return wset(block, **updates) if updates else block
-
-
-def _has_spawn_attachments(content: list[Any]) -> bool:
-    for block in content:
-        if not _is_raw_call(block) or wget(block, "name") != "sessions_spawn":
-            continue
-        value = wget(block, "input")
-        attachments = value.get("attachments") if isinstance(value, dict) else None
-        if isinstance(attachments, list) and attachments:
-            return True
-    return False
-
-
-def _following_results(messages: Sequence[Any], index: int) -> tuple[set[str], bool]:
-    """Result ids after ``index`` up to the next tool-calling turn, and whether displaced."""
-    calls = extract_tool_calls_from_assistant(messages[index])
-    ids: set[str] = set()
-    saw_other = False
-    displaced = False
-    for message in messages[index + 1 :]:
-        if not _is_message(message):
-            saw_other = True
-            continue
-        role = role_of(message)
-        if role == "assistant" and extract_tool_calls_from_assistant(message):
-            break
-        if role == "toolResult":
-            found = extract_tool_result_ids(_normalize_legacy_result_id(message, calls))
-            ids.update(found)
-            displaced = displaced or (bool(found) and saw_other)
-            continue
-        saw_other = True
-    return ids, displaced
-
-
-def _is_replay_safe_signed_turn(
-    content: list[Any], allowed: frozenset[str] | None, completed: set[int]
-) -> bool:
-    saw_call = False
-    seen: set[str] = set()
-    for block in content:
-        if not _is_raw_call(block):
-            continue
-        saw_call = True
-        raw_id = wget(block, "id")
-        call_id = raw_id.strip() if isinstance(raw_id, str) else ""
-        name_ok = is_allowed_tool_call_name(wget(block, "name"), allowed) or (
-            id(block) in completed and is_allowed_tool_call_name(wget(block, "name"), None)
-        )
-        if (
-            not _has_input(block)
-            or whas(block, "partialJson")
-            or not call_id
-            or call_id in seen
-            or not name_ok
-        ):
-            return False
-        seen.add(call_id)
-        name = wget(block, "name")
-        if isinstance(name, str) and name != name.strip():
-            return False
-    return saw_call
-
-
-def repair_tool_call_inputs(
-    messages: Sequence[Any],
-    *,
-    allowed_tool_names: Iterable[str] | None = None,
-    allow_provider_owned_thinking_replay: bool = False,
-) -> ToolCallInputRepairReport:
-    """Drop tool calls that cannot be replayed; see the module docstring for the rules.
-
-    A call to a tool that is no longer allowed survives when a real result already answered
-    it (completed history is not rewritten).
-    """
-    allowed = _normalize_allowed(allowed_tool_names)
-    completed = collect_completed_tool_call_blocks(messages) if allowed is not None else set()
-    out: list[Any] = []
-    dropped_calls = 0
-    dropped_messages = 0
-    changed = False
-    preserved_signed_ids: set[str] = set()
-    prior_ids: set[str] = set()
-
-    def allowed_name(block: Any) -> bool:
-        name = wget(block, "name")
-        if is_allowed_tool_call_name(name, allowed):
-            return True
-        return id(block) in completed and is_allowed_tool_call_name(name, None)
-
-    for index, message in enumerate(messages):
-        if not _is_message(message):
-            changed = True
-            continue
-        content = wget(message, "content")
-        if role_of(message) != "assistant" or not isinstance(content, list):
-            out.append(message)
-            continue
-        raw_calls = sum(1 for block in content if _is_raw_call(block))
-        if (
-            allow_provider_owned_thinking_replay
-            and raw_calls
-            and any(_is_thinking_like(block) for block in content)
-        ):
-            calls = extract_tool_calls_from_assistant(message)
-            following, displaced = _following_results(messages, index)
-            spawn = _has_spawn_attachments(content)
-            if _is_replay_safe_signed_turn(content, allowed, completed) and all(
-                call.id not in preserved_signed_ids
-                and (not spawn or call.id in following)
-                and (not displaced or call.id not in prior_ids)
-                for call in calls
-            ):
-                for call in calls:
-                    preserved_signed_ids.add(call.id)
-                    prior_ids.add(call.id)
-                changed = changed or displaced
-                out.append(message)
-            else:
-                dropped_calls += raw_calls
-                dropped_messages += 1
-                changed = True
-            continue
-
-        next_content: list[Any] = []
-        dropped_here = 0
-        touched = False
-        for block in content:
-            if not _is_raw_call(block):
-                next_content.append(block)
-                continue
-            if not _has_input(block) or not _has_call_id(block) or not allowed_name(block):
-                dropped_here += 1
-                continue
-            work = block
-            if whas(block, "partialJson"):
-                if not _is_finalized_responses_call(message, block):
-                    dropped_here += 1
-                    continue
-                work = wdel(block, "partialJson")
-                touched = True
-            sanitized = _sanitize_call_block(work)
-            touched = touched or sanitized is not block
-            next_content.append(sanitized)
-        if dropped_here:
-            dropped_calls += dropped_here
-            changed = True
-            if not next_content:
-                dropped_messages += 1
-                continue
-        if dropped_here or touched:
-            changed = True
-            message = wset(message, content=next_content)
-        for call in extract_tool_calls_from_assistant(message):
-            prior_ids.add(call.id)
-        out.append(message)
-
-    result = out if changed else messages if isinstance(messages, list) else list(messages)
-    return ToolCallInputRepairReport(result, dropped_calls, dropped_messages)
-
-
-def sanitize_tool_call_inputs(
-    messages: Sequence[Any],
-    *,
-    allowed_tool_names: Iterable[str] | None = None,
-    allow_provider_owned_thinking_replay: bool = False,
-) -> list[Any]:
-    """The messages of :func:`repair_tool_call_inputs`."""
-    return repair_tool_call_inputs(
-        messages,
-        allowed_tool_names=allowed_tool_names,
-        allow_provider_owned_thinking_replay=allow_provider_owned_thinking_replay,
-    ).messages

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import UserMessage
-from .pairing import extract_tool_calls_from_assistant, extract_tool_result_id
 from .policy import TranscriptPolicy, should_merge_consecutive_user_turns
+from .tool_calls import extract_tool_calls_from_assistant, extract_tool_result_id
 from .wire import coerce_blocks, is_typed_model, role_of, text_block, wget, wset
 
 __all__ = [

@@ -45,7 +45,7 @@ from ..containment import PluginGuard, component_unit
 from ..messages import Usage
 from .entries import parse_timestamp_ms
 from .images import sanitize_session_messages_images
-from .pairing import sanitize_tool_call_inputs, sanitize_tool_use_result_pairing
+from .pairing import sanitize_tool_use_result_pairing
 from .pairing import strip_tool_result_details as _strip_details
 from .policy import (
     TranscriptPolicy,
@@ -60,6 +60,7 @@ from .thinking import (
     strip_invalid_thinking_signatures,
     strip_stale_thinking_signatures_for_compaction_replay,
 )
+from .tool_inputs import sanitize_tool_call_inputs
 from .wire import role_of, wget, wset
 
 __all__ = [

@@ -36,15 +36,12 @@ import orjson
 from openclaw_runtime import TranscriptError
 from openclaw_runtime.transcript.entries import iso_timestamp, make_header
 from openclaw_runtime.transcript.jsonl import encode_record, parse_session_bytes
+from openclaw_runtime.transcript.load import ExternalChanges, parse_appended
 from openclaw_runtime.transcript.repair import plan_session_repair
+from openclaw_runtime.transcript.rewrite import checked_rewrite_records
 from openclaw_runtime.transcript.session_ids import validate_session_id
-from openclaw_runtime.transcript.store import (
-    SessionManager,
-    _External,
-    _parse_appended,
-    _Tree,
-    checked_rewrite_records,
-)
+from openclaw_runtime.transcript.store import SessionManager
+from openclaw_runtime.transcript.tree import SessionTree
 
 from ._conn import RedisConnection
 from .lanes import FENCE_CHECK, StaleFencingTokenError, current_fences, fence_args
@@ -103,12 +100,12 @@ return 1
 """
 
 
-def _tree_from_lines(lines: list[bytes], name: str) -> _Tree:
+def _tree_from_lines(lines: list[bytes], name: str) -> SessionTree:
     parsed = parse_session_bytes(b"".join(lines))
     if parsed.header_problem is not None or parsed.header is None:
         raise TranscriptError(f"cannot load Redis session {name}: {parsed.header_problem}")
     plan = plan_session_repair(parsed, keep_error_turns=True)  # in memory only
-    tree = _Tree.build(parsed.header, plan.entries)
+    tree = SessionTree.build(parsed.header, plan.entries)
     tree.repair_pointers()
     return tree
 
@@ -120,7 +117,7 @@ class RedisSessionManager(SessionManager):
         self,
         conn: RedisConnection,
         session_id: str,
-        tree: _Tree,
+        tree: SessionTree,
         *,
         state: tuple[int, int],
         durability: Any = "none",
@@ -185,7 +182,7 @@ class RedisSessionManager(SessionManager):
             self._absorb(await self._read_external())
         return True
 
-    async def _read_external(self) -> _External:
+    async def _read_external(self) -> ExternalChanges:
         gen, size = self._file_state
         client = self.conn.client
         async with client.pipeline(transaction=True) as pipe:
@@ -195,12 +192,12 @@ class RedisSessionManager(SessionManager):
         if int(raw_gen or 0) != gen:
             lines, new_gen = await _read_all(self.conn, self.session_id)
             self._file_state = (new_gen, len(lines))
-            return _External(tree=_tree_from_lines(lines, self.session_id))
+            return ExternalChanges(tree=_tree_from_lines(lines, self.session_id))
         if not delta:
-            return _External()
+            return ExternalChanges()
         self._file_state = (gen, size + len(delta))
-        entries, _ = _parse_appended(b"".join(delta))
-        return _External(entries=entries)
+        entries, _ = parse_appended(b"".join(delta))
+        return ExternalChanges(entries=entries)
 
     async def _push(self, lines: list[bytes], *, expected_len: int) -> tuple[int, int]:
         """Run APPEND; returns (status, value) with fence refusal raised."""
@@ -268,7 +265,7 @@ class RedisSessionManager(SessionManager):
             if int(status) == -3:
                 raise TranscriptError(f"session {self.session_id} was removed from Redis")
             self._file_state = (int(rest[1]), int(rest[0]))
-            tree = _Tree.build(self._tree.header, records)
+            tree = SessionTree.build(self._tree.header, records)
             for problem in tree.repair_pointers():
                 self._report(f"session {self.session_id}: {problem}")
             self._tree = tree
@@ -332,7 +329,7 @@ class RedisSessionStore:
         return RedisSessionManager(
             self.conn,
             safe,
-            _Tree.build(header, []),
+            SessionTree.build(header, []),
             state=(0, 1),
             durability=self.durability,
             now=self._now,

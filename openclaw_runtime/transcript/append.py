@@ -1,0 +1,298 @@
+"""``SessionWriter``: typed appends to a session, one complete line per entry.
+
+Every append is one ``write`` of one line under the session's cross-process lock; before
+writing, lines other processes appended are read and joined to the tree, and a torn last
+line left by a crashed writer is terminated first (``_locked_append``). Durability
+``"none"`` buffers lines until :meth:`SessionWriter.flush`. Stores that keep transcripts
+elsewhere (the Redis plugin) override ``_append_durably`` and ``flush``.
+
+A message is written as the loader's repair would leave it (``repair_assistant_entry`` /
+``repair_user_entry``), so a file written here never needs repair when opened again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from .._exceptions import TranscriptError
+from .entries import generate_entry_id, iso_timestamp
+from .jsonl import SessionLockTimeout, append_bytes, encode_record, session_lock
+from .load import ExternalChanges, load_session_file
+from .reader import SessionReader
+from .repair import repair_assistant_entry, repair_user_entry
+from .tree import SessionTree
+
+__all__ = ["SessionWriter", "wire_message"]
+
+
+class SessionWriter(SessionReader):
+    """Appends and flushing on top of :class:`~.reader.SessionReader`."""
+
+    # appends -----------------------------------------------------------------------------
+
+    async def append_message(self, message: Any, *, append_mode: str | None = None) -> str:
+        """Append a message (a model from ``messages.py`` or an OpenClaw wire dict).
+
+        What the loader would repair is written repaired (an empty error turn gets the
+        placeholder text, blank user content the fallback text), so a file this store wrote
+        never needs repair when it is opened again.
+        """
+        wire = _loadable_message(wire_message(message))
+        return await self._append("message", {"message": wire}, append_mode)
+
+    async def append_thinking_level_change(self, thinking_level: str) -> str:
+        """Record a thinking-level change."""
+        return await self._append("thinking_level_change", {"thinkingLevel": thinking_level})
+
+    async def append_model_change(self, provider: str, model_id: str) -> str:
+        """Record a model change."""
+        return await self._append("model_change", {"provider": provider, "modelId": model_id})
+
+    async def append_active_tools_change(self, active_tool_names: Iterable[str]) -> str:
+        """Record which tools are active from here on."""
+        names = [str(name) for name in active_tool_names]
+        return await self._append("active_tools_change", {"activeToolNames": names})
+
+    async def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: float,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str:
+        """Record a compaction: later context is the summary plus entries from the kept one."""
+        tokens = tokens_before if _is_finite_positive(tokens_before) else 0
+        payload: dict[str, Any] = {
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens,
+        }
+        if details is not None:
+            payload["details"] = details
+        if from_hook is not None:
+            payload["fromHook"] = from_hook
+        return await self._append("compaction", payload)
+
+    async def append_custom_entry(
+        self, custom_type: str, data: Any = None, *, append_mode: str | None = None
+    ) -> str:
+        """Record application state that is not part of the model context."""
+        payload: dict[str, Any] = {"customType": custom_type}
+        if data is not None:
+            payload["data"] = data
+        return await self._append("custom", payload, append_mode)
+
+    async def append_custom_message_entry(
+        self,
+        custom_type: str,
+        content: Any,
+        display: bool,
+        details: Any = None,
+        *,
+        append_mode: str | None = None,
+    ) -> str:
+        """Record application content that is replayed to the model as a user message."""
+        if isinstance(content, list):
+            content = [wire_message(block) for block in content]
+        payload: dict[str, Any] = {
+            "customType": custom_type,
+            "content": content,
+            "display": display,
+        }
+        if details is not None:
+            payload["details"] = details
+        return await self._append("custom_message", payload, append_mode)
+
+    async def append_label(self, target_id: str, label: str | None) -> str:
+        """Set (or clear, with ``None``/blank) the label of an existing entry."""
+        if target_id not in self._tree.by_id:
+            raise TranscriptError(f"Entry {target_id} not found")
+        payload: dict[str, Any] = {"targetId": target_id}
+        if label is not None:
+            payload["label"] = label
+        return await self._append("label", payload)
+
+    async def append_session_info(self, name: str) -> str:
+        """Name the session."""
+        return await self._append("session_info", {"name": name.strip()})
+
+    async def move_to(
+        self,
+        entry_id: str | None,
+        summary: str | None = None,
+        *,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str | None:
+        """Move the visible leaf (``None``: before the first entry); optionally summarise the
+        abandoned branch. Returns the branch-summary id when one was written."""
+        if entry_id is not None and entry_id not in self._tree.by_id:
+            raise TranscriptError(f"Entry {entry_id} not found")
+        await self._append("leaf", {"targetId": entry_id}, parent="append")
+        if summary is None:
+            return None
+        payload: dict[str, Any] = {"fromId": entry_id or "root", "summary": summary}
+        if details is not None:
+            payload["details"] = details
+        if from_hook is not None:
+            payload["fromHook"] = from_hook
+        return await self._append("branch_summary", payload, parent=entry_id)
+
+    async def branch(self, entry_id: str) -> None:
+        """Continue from an earlier entry (the next append becomes its child)."""
+        await self.move_to(entry_id)
+
+    async def reset_leaf(self) -> None:
+        """Continue from before the first entry."""
+        await self.move_to(None)
+
+    # write machinery ---------------------------------------------------------------------
+
+    async def _append(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None = None,
+        *,
+        parent: str | None = "append",
+    ) -> str:
+        if self.closed:
+            raise TranscriptError(f"session {self.path.name} is closed")
+        if append_mode not in (None, "side"):
+            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
+        async with self._write_lock:
+            if self.durability == "none":
+                entry = self._new_entry(kind, payload, append_mode, parent)
+                self._pending.append(encode_record(entry))
+                self._record([entry])
+                return str(entry["id"])
+            return await self._append_durably(kind, payload, append_mode, parent)
+
+    async def _append_durably(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        """Write one entry now (the write lock is held): after whatever others appended.
+        Stores that keep transcripts elsewhere (Redis) override this and ``flush``."""
+        external, entry = await anyio.to_thread.run_sync(
+            lambda: self._locked_append(kind, payload, append_mode, parent)
+        )
+        self._absorb(external)
+        self._record([entry])
+        return str(entry["id"])
+
+    def _new_entry(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None,
+        parent: str | None,
+        view: SessionTree | None = None,
+    ) -> dict[str, Any]:
+        tree = view or self._tree
+        parent_id = tree.append_parent_id if parent == "append" else parent
+        entry: dict[str, Any] = {
+            "type": kind,
+            "id": generate_entry_id(tree.by_id),
+            "parentId": parent_id,
+            "timestamp": iso_timestamp(self._now()),
+            **payload,
+        }
+        if append_mode is not None:
+            entry["appendMode"] = append_mode
+        return entry
+
+    def _locked_append(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> tuple[ExternalChanges, dict[str, Any]]:
+        with session_lock(self.path, timeout=self.lock_timeout):
+            external = self._read_external_changes()
+            view = external.tree
+            if view is None and external.entries:
+                view = self._tree.preview(external.entries)
+            entry = self._new_entry(kind, payload, append_mode, parent, view)
+            prefix = b"\n" if external.torn_tail else b""
+            size = append_bytes(
+                self.path, prefix + encode_record(entry), fsync=self.durability == "fsync"
+            )
+            self._file_state = (self._file_state[0], size)
+            return external, entry
+
+    async def flush(self) -> None:
+        """Write lines buffered under durability ``"none"``."""
+        async with self._write_lock:
+            if not self._pending:
+                return
+            payload = b"".join(self._pending)
+            self._pending.clear()
+
+            def write(timeout: float) -> SessionTree | None:
+                with session_lock(self.path, timeout=timeout):
+                    external = self._read_external_changes()
+                    prefix = b"\n" if external.torn_tail else b""
+                    size = append_bytes(self.path, prefix + payload, fsync=False)
+                    self._file_state = (self._file_state[0], size)
+                    if external.tree is None and not external.entries:
+                        return None
+                    # Others wrote while we buffered: their lines precede ours in the file,
+                    # so the tree is rebuilt from the file rather than patched.
+                    data = self.path.read_bytes()
+                    tree, _, state = load_session_file(
+                        self.path, data, repair=False, clock=self._now, timeout=self.lock_timeout
+                    )
+                    self._file_state = state
+                    return tree
+
+            try:
+                # usually nobody else holds the lock: append right here (a small write)
+                # instead of paying a worker-thread hop at every turn end
+                tree = write(0)
+            except SessionLockTimeout:
+                tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
+            if tree is not None:
+                tree.repair_pointers()
+                self._tree = tree
+                self._branch_cache = self._context_cache = None
+                self._message_cache.clear()
+
+
+def _is_finite_positive(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value == value
+        and value not in (float("inf"), float("-inf"))
+        and value > 0
+    )
+
+
+def wire_message(message: Any) -> Any:
+    """A message (or block) as a JSON-ready wire dict."""
+    if isinstance(message, BaseModel):
+        to_dict = getattr(message, "to_dict", None)
+        if callable(to_dict):
+            return to_dict()
+        return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(message, dict):
+        return message
+    raise TypeError(f"expected a message model or a wire dict, got {type(message).__name__}")
+
+
+def _loadable_message(message: Any) -> Any:
+    """``message`` as the loader's repair would leave it (unchanged in the common case)."""
+    if not isinstance(message, dict):
+        return message
+    entry = {"message": message}
+    role = message.get("role")
+    repaired = (
+        repair_assistant_entry(entry)
+        if role == "assistant"
+        else repair_user_entry(entry)
+        if role == "user"
+        else None
+    )
+    return message if repaired is None else repaired["message"]

@@ -1,0 +1,183 @@
+"""Load a session file into a ``SessionTree`` in one pass, repairing it when asked.
+
+* ``load_session_file`` parses the bytes, plans the repair (``repair.plan_session_repair``)
+  and, with ``repair``, writes it under the session lock (backup + side file of bad lines);
+  a damaged header line is salvaged (``header.salvage_session_header``) the same way;
+* ``ExternalChanges`` / ``parse_appended``: what other writers appended since a manager
+  last looked (the append path reads these under the lock before writing);
+* ``bulk_allocation`` pauses the cyclic GC while a whole session is parsed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import TranscriptError
+from .entries import iso_timestamp
+from .header import salvage_session_header
+from .jsonl import atomic_write, keep_invalid_lines, parse_session_bytes, session_lock
+from .repair import RepairReport, plan_session_repair, report_for, write_backup, write_repair
+from .session_ids import validate_session_id
+from .tree import SessionTree
+
+__all__ = [
+    "Clock",
+    "ExternalChanges",
+    "bulk_allocation",
+    "load_session_file",
+    "parse_appended",
+    "utc_now",
+]
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The default clock of session managers."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class ExternalChanges:
+    """Changes another writer made to the session since a manager last looked."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    tree: SessionTree | None = None
+    torn_tail: bool = False
+
+
+def parse_appended(delta: bytes) -> tuple[list[dict[str, Any]], bool]:
+    """Entries other writers appended (no header); a torn last line is reported, not used."""
+    torn = bool(delta) and not delta.endswith(b"\n")
+    parsed = parse_session_bytes(b'{"type":"session","id":"_"}\n' + delta)
+    return parsed.entries, torn
+
+
+@contextlib.contextmanager
+def bulk_allocation() -> Iterator[None]:
+    """Pause the cyclic GC while a whole session is parsed or materialized.
+
+    Tens of thousands of new dicts and models trigger full collections that scan everything
+    already alive (half the time of opening a 10 000-message session). Nothing built here is
+    cyclic garbage; the GC runs normally again right after.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def load_session_file(
+    path: Path, data: bytes, *, repair: bool, clock: Clock, timeout: float
+) -> tuple[SessionTree, RepairReport, tuple[int, int]]:
+    """Parse (and when asked, repair) one session file; returns the tree and file state."""
+    with bulk_allocation():
+        parsed = parse_session_bytes(data)
+    if parsed.header_problem is not None:
+        return _recover_header(
+            path, data, parsed.header_problem, repair=repair, clock=clock, timeout=timeout
+        )
+    assert parsed.header is not None
+    plan = plan_session_repair(parsed, keep_error_turns=True)
+    report = RepairReport(repaired=False)
+    if repair and plan.needed:
+        with session_lock(path, timeout=timeout):
+            latest = path.read_bytes()
+            if latest != data:
+                return load_session_file(path, latest, repair=repair, clock=clock, timeout=timeout)
+            moment = clock()
+            backup, side = write_repair(
+                path,
+                parsed,
+                plan,
+                now_ms=int(moment.timestamp() * 1000),
+                kept_at=iso_timestamp(moment),
+            )
+            report = report_for(plan, repaired=True, backup_path=backup, invalid_lines_path=side)
+            stat = os.stat(path)
+    else:
+        if not repair:
+            plan = plan_session_repair(parsed, keep_error_turns=True)  # in memory only
+        # The size we parsed, not the size now: a writer that appended since the read is
+        # then noticed (and its entries read) before our next write.
+        return (
+            SessionTree.build(parsed.header, plan.entries),
+            report,
+            (os.stat(path).st_ino, len(data)),
+        )
+    return SessionTree.build(parsed.header, plan.entries), report, (stat.st_ino, stat.st_size)
+
+
+def _stem_session_id(path: Path) -> str:
+    try:
+        return validate_session_id(path.stem)
+    except TranscriptError:
+        return os.urandom(8).hex()
+
+
+def _recover_header(
+    path: Path, data: bytes, problem: str, *, repair: bool, clock: Clock, timeout: float
+) -> tuple[SessionTree, RepairReport, tuple[int, int]]:
+    """Load a session whose header line is damaged (``header.salvage_session_header``).
+
+    With ``repair`` the file is backed up (when it holds entries), the damaged line kept in
+    the side file and a new header written in its place; then the file loads as usual. The
+    session id is taken from the file name (``<id>.jsonl``); an unknown cwd is recorded as the
+    current directory. Without ``repair`` the new header is used in memory only.
+    """
+    moment = clock()
+    salvage = salvage_session_header(
+        data,
+        session_id=_stem_session_id(path),
+        cwd=os.getcwd(),
+        timestamp=iso_timestamp(moment),
+        reason=f"damaged session header ({problem})",
+    )
+    if salvage is None:
+        raise TranscriptError(f"cannot load session file {path.name}: {problem}")
+    if not repair:
+        parsed = parse_session_bytes(salvage.content)
+        plan = plan_session_repair(parsed, keep_error_turns=True)
+        report = RepairReport(repaired=False, reason="damaged session header")
+        return (
+            SessionTree.build(salvage.header, plan.entries),
+            report,
+            (os.stat(path).st_ino, len(data)),
+        )
+    with session_lock(path, timeout=timeout):
+        latest = path.read_bytes()
+        if latest != data:
+            return load_session_file(path, latest, repair=True, clock=clock, timeout=timeout)
+        backup = (
+            write_backup(path, data, now_ms=int(moment.timestamp() * 1000))
+            if salvage.body.strip()
+            else None
+        )
+        damaged = [] if salvage.damaged is None else [salvage.damaged]
+        side = keep_invalid_lines(path, damaged, kept_at=iso_timestamp(moment))
+        content = salvage.content
+        atomic_write(path, content, tag="recover")
+        tree, rest, state = load_session_file(
+            path, content, repair=True, clock=clock, timeout=timeout
+        )
+    report = dataclasses.replace(
+        rest,
+        repaired=True,
+        dropped_lines=rest.dropped_lines + len(damaged),
+        backup_path=backup or rest.backup_path,
+        invalid_lines_path=rest.invalid_lines_path or (None if side is None else str(side)),
+        reason="damaged session header" if salvage.body.strip() else "partial session header",
+    )
+    return tree, report, state

@@ -1,0 +1,270 @@
+"""``SessionReader``: the in-memory state of one open session and every read of it.
+
+The base of ``SessionManager`` (``append.SessionWriter`` adds the appends,
+``rewrite.SessionRewriter`` the whole-session rewrites, ``store.SessionManager`` opening and
+creating files). Reads are synchronous and work on the in-memory ``SessionTree``; the
+active branch and its context are cached across plain appends (``_record``), and changes
+other writers made to the file are read and joined to the tree (``_read_external_changes``,
+``_absorb``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .._exceptions import TranscriptError
+from .entries import LEAF_MOVING_TYPES, path_to_root
+from .incremental import IncrementalSanitizer
+from .jsonl import DEFAULT_LOCK_TIMEOUT, Durability
+from .load import (
+    Clock,
+    ExternalChanges,
+    bulk_allocation,
+    load_session_file,
+    parse_appended,
+    utc_now,
+)
+from .repair import RepairReport
+from .session_context import ModelRef, SessionContext, build_session_context, entry_message
+from .tree import SessionTree
+
+__all__ = ["SessionReader", "Warn"]
+
+Warn = Callable[[str], None]
+_DURABILITIES = ("none", "flush", "fsync")
+_NOT_CACHED: Any = object()
+
+
+class SessionReader:
+    """One open session's state and reads; see ``store.SessionManager`` for the whole API."""
+
+    def __init__(
+        self,
+        path: Path,
+        tree: SessionTree,
+        *,
+        durability: Durability = "flush",
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        now: Clock | None = None,
+        warn: Warn | None = None,
+        repair_report: RepairReport | None = None,
+        file_state: tuple[int, int] = (0, 0),
+    ) -> None:
+        if durability not in _DURABILITIES:
+            raise ValueError(
+                f"durability must be one of {', '.join(_DURABILITIES)}, got {durability!r}"
+            )
+        self.path = path
+        self.durability: Durability = durability
+        self.lock_timeout = lock_timeout
+        self.repair_report = repair_report or RepairReport(repaired=False)
+        self._tree = tree
+        self._now = now or utc_now
+        self._warn = warn
+        self._file_state = file_state  # (inode, size) after our last read or write
+        self._pending: list[bytes] = []
+        self._write_lock = anyio.Lock()
+        self._message_cache: dict[int, Any] = {}
+        self._missing_parents: set[str] = set()
+        # the active branch, kept across appends (a turn asks for it many times)
+        self._branch_cache: tuple[str | None, list[dict[str, Any]]] | None = None
+        self._context_cache: tuple[str | None, SessionContext] | None = None
+        #: Sanitized replay of this session's history, reused while it only grows.
+        self.replay_sanitizer = IncrementalSanitizer()
+        self.closed = False
+
+    # reads -------------------------------------------------------------------------------
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The session header record."""
+        return self._tree.header
+
+    @property
+    def session_id(self) -> str:
+        """The id in the header."""
+        return str(self._tree.header["id"])
+
+    def get_leaf_id(self) -> str | None:
+        """The visible leaf (where the active branch ends)."""
+        return self._tree.leaf_id
+
+    def get_append_parent_id(self) -> str | None:
+        """The ``parentId`` the next appended entry will get."""
+        return self._tree.append_parent_id
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        """One entry by id."""
+        return self._tree.by_id.get(entry_id)
+
+    def get_entries(self) -> list[dict[str, Any]]:
+        """Every entry in file order (a new list)."""
+        return list(self._tree.entries)
+
+    def find_entries(self, kind: str) -> list[dict[str, Any]]:
+        """Entries of one ``type`` in file order."""
+        return [entry for entry in self._tree.entries if entry["type"] == kind]
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The current label of an entry."""
+        return self._tree.labels.get(entry_id)
+
+    def get_session_name(self) -> str | None:
+        """The latest non-blank ``session_info`` name."""
+        infos = self.find_entries("session_info")
+        name = infos[-1].get("name") if infos else None
+        return name.strip() or None if isinstance(name, str) else None
+
+    def get_path_to_root(self, entry_id: str | None) -> list[dict[str, Any]]:
+        """Entries from the root to ``entry_id`` (leaf records skipped, cycles rejected)."""
+        missing: list[str] = []
+        path = path_to_root(entry_id, self._tree.by_id, self._tree.logical_parents, missing=missing)
+        for parent_id in missing:
+            if parent_id not in self._missing_parents:
+                self._missing_parents.add(parent_id)
+                self._report(
+                    f"session {self.path.name}: entry {parent_id} is missing; the branch "
+                    "starts after it"
+                )
+        return path
+
+    def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
+        """The active branch, or the branch ending at ``from_id``."""
+        leaf = self._tree.leaf_id
+        if from_id is not None and from_id != leaf:
+            return self.get_path_to_root(from_id)
+        cached = self._branch_cache
+        if cached is not None and cached[0] == leaf:
+            return list(cached[1])
+        branch = self.get_path_to_root(leaf)
+        self._branch_cache = (leaf, branch)
+        return list(branch)
+
+    def build_session_context(
+        self, from_id: str | None = None, *, materialize: bool = True
+    ) -> SessionContext:
+        """Messages and state of the active branch (pydantic models unless ``materialize``
+        is false, then the wire dicts). The active branch's context is kept across plain
+        message appends, so a turn does not rebuild it from the whole history."""
+        if not materialize:
+            return build_session_context(self.get_branch(from_id), materialize=False)
+        leaf = self._tree.leaf_id
+        active = from_id is None or from_id == leaf
+        cached = self._context_cache
+        if active and cached is not None and cached[0] == leaf:
+            context = cached[1]
+        else:
+            with bulk_allocation():
+                context = build_session_context(
+                    self.get_branch(from_id), message_of=self._cached_message
+                )
+            if active:
+                self._context_cache = (leaf, context)
+        return SessionContext(
+            list(context.messages),
+            context.thinking_level,
+            context.model,
+            None if context.active_tool_names is None else list(context.active_tool_names),
+        )
+
+    def message_of(self, entry: Mapping[str, Any]) -> Any:
+        """The message of a ``message`` entry as a model (parsed once per entry and kept)."""
+        return self._cached_message(entry)
+
+    def _cached_message(self, entry: Mapping[str, Any]) -> Any:
+        key = id(entry)
+        cached = self._message_cache.get(key, _NOT_CACHED)
+        if cached is _NOT_CACHED:
+            cached = entry_message(entry)
+            self._message_cache[key] = cached
+        return cached
+
+    def _report(self, text: str) -> None:
+        if self._warn is not None:
+            self._warn(text)
+
+    # changes from other writers -----------------------------------------------------------
+
+    def _read_external_changes(self) -> ExternalChanges:
+        """What other writers did since our last read or write (called under the lock)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            raise TranscriptError(f"session file {self.path.name} was removed") from None
+        inode, size = self._file_state
+        if stat.st_ino == inode and stat.st_size == size:
+            return ExternalChanges()
+        if stat.st_ino != inode or stat.st_size < size:
+            data = self.path.read_bytes()
+            tree, _, state = load_session_file(
+                self.path, data, repair=False, clock=self._now, timeout=self.lock_timeout
+            )
+            tree.repair_pointers()
+            self._file_state = state
+            torn = bool(data) and not data.endswith(b"\n")
+            return ExternalChanges(tree=tree, torn_tail=torn)
+        with open(self.path, "rb") as handle:
+            handle.seek(size)
+            delta = handle.read()
+        self._file_state = (inode, size + len(delta))
+        entries, torn = parse_appended(delta)
+        return ExternalChanges(entries=entries, torn_tail=torn)
+
+    def _absorb(self, external: ExternalChanges) -> None:
+        if external.tree is not None:
+            self._tree = external.tree
+            self._message_cache.clear()
+            self._branch_cache = self._context_cache = None
+        elif external.entries:
+            self._record(external.entries)
+
+    def _record(self, entries: list[dict[str, Any]]) -> None:
+        cached = self._branch_cache
+        cached_context = self._context_cache
+        before = self._tree.leaf_id
+        self._tree.extend(entries)
+        self._branch_cache = self._context_cache = None
+        if cached is None or cached[0] != before:
+            return
+        # the common case: plain appends on the active leaf extend the cached branch
+        branch = cached[1]
+        parent = before
+        logical = self._tree.logical_parents
+        for entry in entries:
+            if (
+                entry.get("type") not in LEAF_MOVING_TYPES
+                or entry.get("appendMode") == "side"
+                or entry.get("parentId") != parent
+                or entry["id"] in logical
+            ):
+                return
+            parent = entry["id"]
+        if parent != self._tree.leaf_id:
+            return
+        self._branch_cache = (parent, [*branch, *entries])
+        context = cached_context
+        if context is None or context[0] != before:
+            return
+        if any(entry.get("type") != "message" for entry in entries):
+            return  # state entries (model, tools, compaction) rebuild the context
+        added = [self._cached_message(entry) for entry in entries]
+        previous = context[1]
+        model = previous.model
+        for entry in entries:
+            message = entry["message"]
+            if message.get("role") == "assistant":
+                model = ModelRef(str(message.get("provider")), str(message.get("model")))
+        self._context_cache = (
+            parent,
+            SessionContext(
+                [*previous.messages, *(m for m in added if m is not None)],
+                previous.thinking_level,
+                model,
+                previous.active_tool_names,
+            ),
+        )
