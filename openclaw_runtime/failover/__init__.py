@@ -9,15 +9,12 @@
 
 from __future__ import annotations
 
+from .api_errors import extract_leading_http_status
 from .classify import (
-    ProviderFailoverContext,
     ProviderFailoverOwner,
-    classify_failover_classification_from_http_status,
     classify_failover_reason,
     classify_failover_signal,
-    extract_leading_http_status,
     is_failover_error_message,
-    signal_from_assistant_message,
 )
 from .events import (
     FallbackAttemptStart,
@@ -35,12 +32,14 @@ from .fallback import (
     resolve_model_candidate_chain,
     run_with_model_fallback,
 )
+from .http_status import classify_failover_classification_from_http_status
 from .overflow import (
     is_context_overflow,
     is_context_overflow_error,
     is_likely_context_overflow_error,
     is_provider_request_size_ceiling_error,
 )
+from .owners import ProviderFailoverContext
 from .patterns import (
     is_auth_error_message,
     is_auth_permanent_error_message,
@@ -74,6 +73,7 @@ from .result_classifier import (
     classify_embedded_agent_run_result_for_model_fallback,
     merge_embedded_agent_run_result_for_model_fallback_exhaustion,
 )
+from .signals import signal_from_assistant_message
 
 __all__ = [
     "FAILOVER_REASONS",

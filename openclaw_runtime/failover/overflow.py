@@ -28,7 +28,7 @@ from .patterns import (
 
 if TYPE_CHECKING:
     from ..messages import AssistantMessage
-    from .classify import ProviderFailoverOwner
+    from .owners import ProviderFailoverDialect
 
 __all__ = [
     "ASSISTANT_OVERFLOW_PATTERNS",
@@ -233,7 +233,7 @@ def is_context_overflow_error_from_tables(error_message: str | None) -> bool:
 
 
 def is_context_overflow_error(
-    error_message: str | None, *, provider_owner: ProviderFailoverOwner | None = None
+    error_message: str | None, *, provider_owner: ProviderFailoverDialect | None = None
 ) -> bool:
     """OpenClaw's ``isContextOverflowError``: the tables, or the provider owner's matcher for
     an overflow-shaped message."""
