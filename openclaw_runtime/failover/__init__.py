@@ -33,14 +33,7 @@ from .fallback import (
     run_with_model_fallback,
 )
 from .http_status import classify_failover_classification_from_http_status
-from .overflow import (
-    is_context_overflow,
-    is_context_overflow_error,
-    is_likely_context_overflow_error,
-    is_provider_request_size_ceiling_error,
-)
-from .owners import ProviderFailoverContext
-from .patterns import (
+from .matchers import (
     is_auth_error_message,
     is_auth_permanent_error_message,
     is_billing_error_message,
@@ -51,6 +44,13 @@ from .patterns import (
     is_server_error_message,
     is_timeout_error_message,
 )
+from .overflow import (
+    is_context_overflow,
+    is_context_overflow_error,
+    is_likely_context_overflow_error,
+    is_provider_request_size_ceiling_error,
+)
+from .owners import ProviderFailoverContext
 from .policy import (
     AssistantDecisionInput,
     AttemptTerminal,

@@ -12,18 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._json import untrusted_json_object
-from .patterns import (
+from .matchers import (
     is_auth_error_message,
     is_auth_permanent_error_message,
     is_billing_error_message,
     is_format_error_message,
     is_image_dimension_error_message,
-    js_regex,
-    normalize_lower,
-    normalize_optional_lower,
 )
 from .reasons import FailoverSignal
 from .signals import coerce_signal
+from .text import js_regex, normalize_lower, normalize_optional_lower
 
 __all__ = [
     "TIMING_HTTP_STATUSES",

@@ -38,6 +38,11 @@ from .http_status import (
     plugin_classification,
     reason_classification,
 )
+from .matchers import (
+    classify_core_failover_reason_from_error_type,
+    classify_failover_reason_from_code,
+    inspect_tls_certificate_error,
+)
 from .message_rules import (
     classify_details,
     classify_failover_classification_from_message,
@@ -47,11 +52,6 @@ from .overflow import (
     looks_like_provider_context_overflow_candidate,
 )
 from .owners import ProviderFailoverDialect
-from .patterns import (
-    classify_core_failover_reason_from_error_type,
-    classify_failover_reason_from_code,
-    inspect_tls_certificate_error,
-)
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
 from .signals import coerce_signal
 

@@ -14,15 +14,14 @@ from .api_errors import (
     is_unclassified_no_body_http_signal,
     parse_api_error_info,
 )
-from .patterns import (
+from .matchers import (
     classify_402_message,
     classify_failover_reason_from_402_text,
     is_auth_permanent_error_message,
     is_billing_error_message,
-    js_regex,
-    normalize_optional_lower,
 )
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
+from .text import js_regex, normalize_optional_lower
 
 __all__ = [
     "classify_failover_classification_from_http_status",

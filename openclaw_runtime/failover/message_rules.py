@@ -23,12 +23,7 @@ from .http_status import (
     plugin_classification,
     reason_classification,
 )
-from .overflow import (
-    is_context_overflow_error_from_tables,
-    matches_context_overflow_message,
-)
-from .owners import ProviderFailoverDialect, as_reason
-from .patterns import (
+from .matchers import (
     classify_core_failover_reason_from_error_type,
     classify_failover_reason_from_402_text,
     classify_legacy_provider_specific_error,
@@ -51,6 +46,11 @@ from .patterns import (
     is_timeout_error_message,
     is_unsupported_image_input_error_message,
 )
+from .overflow import (
+    is_context_overflow_error_from_tables,
+    matches_context_overflow_message,
+)
+from .owners import ProviderFailoverDialect, as_reason
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
 
 __all__ = [

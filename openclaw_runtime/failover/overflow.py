@@ -18,13 +18,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .patterns import (
+from .matchers import (
     is_billing_error_message,
     is_provider_request_size_ceiling_error,
     is_rate_limit_error_message,
-    js_regex,
-    normalize_lower,
 )
+from .text import js_regex, normalize_lower
 
 if TYPE_CHECKING:
     from ..messages import AssistantMessage

@@ -12,10 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from .patterns import (
-    normalize_optional_lower,
-)
 from .reasons import FAILOVER_REASONS, FailoverReason
+from .text import normalize_optional_lower
 
 __all__ = [
     "ProviderFailoverContext",
