@@ -35,6 +35,21 @@ from .cooldown import (
     reset_auth_profile_failure_state,
     resolve_profile_unusable_until,
 )
+from .json_file import AUTH_PROFILES_FILENAME, JsonFileAuthProfileStore, open_auth_profile_store
+from .operations import (
+    POST_RUN_AUTH_PROFILE_SUCCESS_SLOW_MS,
+    AuthProfileScopeError,
+    AuthProfileStore,
+    AuthProfileStoreError,
+    clear_auth_profile_cooldown,
+    mark_auth_profile_blocked_until,
+    mark_auth_profile_cooldown,
+    mark_auth_profile_failure,
+    mark_auth_profile_success,
+    mark_auth_profile_used,
+    mark_embedded_run_auth_profile_success,
+    record_auth_profile_success,
+)
 from .order import (
     AuthProfileEligibility,
     AuthProfileOrderResolution,
@@ -61,24 +76,9 @@ from .recording import (
 )
 from .state import AUTH_PROFILE_FAILURE_REASONS, AuthProfileStoreState, ProfileUsageStats
 from .store import (
-    AUTH_PROFILES_FILENAME,
-    POST_RUN_AUTH_PROFILE_SUCCESS_SLOW_MS,
-    AuthProfileScopeError,
-    AuthProfileStore,
-    AuthProfileStoreError,
     InMemoryAuthProfileStore,
-    JsonFileAuthProfileStore,
     ScopedAuthProfileStore,
-    clear_auth_profile_cooldown,
     create_scoped_auth_profile_store,
-    mark_auth_profile_blocked_until,
-    mark_auth_profile_cooldown,
-    mark_auth_profile_failure,
-    mark_auth_profile_success,
-    mark_auth_profile_used,
-    mark_embedded_run_auth_profile_success,
-    open_auth_profile_store,
-    record_auth_profile_success,
 )
 from .wham import WHAM_USAGE_URL, WhamCooldownProbeResult, WhamProbe, probe_wham_for_cooldown
 

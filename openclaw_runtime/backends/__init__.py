@@ -1,7 +1,7 @@
 """The five backend seams the runner reaches shared state through.
 
 * ``lanes``: ``LaneBackend`` (default ``runner.file_lanes.FileLanes``);
-* ``auth_store``: ``AuthStore`` (default ``auth.store.JsonFileAuthProfileStore``);
+* ``auth_store``: ``AuthStore`` (default ``auth.json_file.JsonFileAuthProfileStore``);
 * ``steering_store``: ``SteeringStore`` (default ``runner.steering.JsonFileSteeringStore``);
 * ``session_index``: ``SessionIndex`` (default ``runner.session_index.JsonFileSessionIndex``);
 * ``session_store``: ``SessionStore`` (default ``transcript.store.JsonlSessionStore``).

@@ -35,7 +35,7 @@ def _lanes(runtime: Any) -> Any:
 
 def _auth_store(runtime: Any) -> Any:
     """The locked JSON ledger (``auth.store_path`` or ``<state_dir>/auth-profiles.json``)."""
-    from ..auth.store import open_auth_profile_store
+    from ..auth.json_file import open_auth_profile_store
 
     return open_auth_profile_store(runtime.config)
 

@@ -48,9 +48,7 @@ from .message_rules import (
     classify_failover_classification_from_message,
     merge_message_and_detail_classification,
 )
-from .overflow import (
-    looks_like_provider_context_overflow_candidate,
-)
+from .overflow import looks_like_provider_context_overflow_candidate
 from .owners import ProviderFailoverDialect
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
 from .signals import coerce_signal

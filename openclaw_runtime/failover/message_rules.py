@@ -46,10 +46,7 @@ from .matchers import (
     is_timeout_error_message,
     is_unsupported_image_input_error_message,
 )
-from .overflow import (
-    is_context_overflow_error_from_tables,
-    matches_context_overflow_message,
-)
+from .overflow import is_context_overflow_error_from_tables, matches_context_overflow_message
 from .owners import ProviderFailoverDialect, as_reason
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
 

@@ -29,9 +29,9 @@ import anyio.lowlevel
 import pytest
 
 from .._exceptions import TranscriptError
+from ..auth.operations import AuthProfileStoreError, mark_auth_profile_failure
 from ..auth.profiles import AuthProfile, CredentialRef
 from ..auth.state import AuthProfileStoreState, ProfileUsageStats
-from ..auth.store import AuthProfileStoreError, mark_auth_profile_failure
 from ..backends import (
     AuthStore,
     LaneBackend,
