@@ -43,7 +43,6 @@ __all__ = [
     "is_context_overflow_error_from_tables",
     "is_likely_context_overflow_error",
     "is_provider_refusal_assistant_error",
-    "is_provider_request_size_ceiling_error",
     "is_reasoning_constraint_error_message",
     "looks_like_provider_context_overflow_candidate",
     "matches_context_overflow_message",

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from .http_status import failover_reason_from_classification
-from .overflow import is_likely_context_overflow_error, is_provider_request_size_ceiling_error
+from .matchers import is_provider_request_size_ceiling_error
+from .overflow import is_likely_context_overflow_error
 from .reasons import FAILOVER_REASONS, FailoverClassification, FailoverReason
 
 __all__ = [
