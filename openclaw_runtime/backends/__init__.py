@@ -16,6 +16,7 @@ imports neither the runner nor the ``Runtime`` (see docs/backends.md).
 from __future__ import annotations
 
 from .auth import AuthStore, UpdateFn
+from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND
 from .lanes import (
     PRIORITY_RANK,
     HeldLane,
@@ -55,14 +56,3 @@ __all__ = [
     "holding",
     "is_session_lane",
 ]
-
-#: The kinds ``[backends]`` selects and ``register_backends`` accepts, in that order.
-BACKEND_KINDS: tuple[str, ...] = (
-    "lanes",
-    "auth_store",
-    "steering_store",
-    "session_index",
-    "session_store",
-)
-#: The name the embedded default of every kind is registered under.
-EMBEDDED_BACKEND = "embedded"
