@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from pathlib import Path
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -32,11 +33,9 @@ from .store import (
     profiles_by_id,
 )
 
-if TYPE_CHECKING:
-    from ..config import RuntimeConfig
-
 __all__ = [
     "AUTH_PROFILES_FILENAME",
+    "AuthStoreConfig",
     "JsonFileAuthProfileStore",
     "document_with_state",
     "open_auth_profile_store",
@@ -46,6 +45,20 @@ __all__ = [
 logger = package_logger(logging.getLogger("openclaw_runtime.auth"))
 
 AUTH_PROFILES_FILENAME: Final = "auth-profiles.json"
+
+
+class _ConfiguredProfiles(Protocol):
+    @property
+    def profiles(self) -> Iterable[AuthProfile]: ...
+
+
+class AuthStoreConfig(Protocol):
+    """What ``open_auth_profile_store`` reads of a config (``RuntimeConfig`` has it)."""
+
+    @property
+    def auth(self) -> _ConfiguredProfiles: ...
+
+    def auth_store_path(self) -> Path: ...
 
 
 # --- the JSON file ----------------------------------------------------------------------------
@@ -210,7 +223,7 @@ class JsonFileAuthProfileStore(AuthProfileStoreBase):
 
 
 def open_auth_profile_store(
-    config: RuntimeConfig, *, path: str | os.PathLike[str] | None = None
+    config: AuthStoreConfig, *, path: str | os.PathLike[str] | None = None
 ) -> JsonFileAuthProfileStore:
     """The embedded default store of ``config``: ``auth.store_path`` (or
     ``<state_dir>/auth-profiles.json``) with the configured profiles merged in."""
