@@ -12,7 +12,10 @@ the session index):
 * :func:`load_or_set_aside`: a state file that cannot be parsed is renamed next to itself
   (``<file>.corrupt-<UTC time>-<pid>``), named in a warning, and the store starts empty —
   the damaged bytes are kept for a human, the run goes on. ``openclaw-runtime doctor`` lists
-  such files (:func:`find_set_aside_files`).
+  such files (:func:`find_set_aside_files`);
+* :class:`LockedStateFile`: the three together for a file many processes share, read without a
+  lock (it is only ever replaced whole) and updated under ``<file>.lock``, with the store's own
+  error for every failure (the auth-profile ledger and the steering queue use this pattern).
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+import filelock
+
 __all__ = [
     "SET_ASIDE_MARKER",
     "STALE_TEMP_AGE_S",
     "DamagedStateFile",
+    "LockedStateFile",
     "atomic_write",
     "find_set_aside_files",
     "is_set_aside_name",
@@ -264,3 +270,92 @@ def find_set_aside_files(directories: Iterable[str | Path]) -> list[Path]:
             continue
         found.update(Path(e.path) for e in entries if is_set_aside_name(e.name))
     return sorted(found)
+
+
+# --------------------------------------------------------------------------- a shared locked file
+
+
+class LockedStateFile:
+    """One state file shared by the processes of one machine, and its ``<file>.lock``.
+
+    Reads take no lock (the file is only ever replaced whole by :func:`atomic_write`), except
+    to set a damaged file aside; an update holds the lock while it reads, applies and writes
+    (:meth:`locked`). Stale temp files of dead writers are swept at the first read. Every
+    failure is raised as ``error(message)``, the store's own exception, naming the file and
+    the OS reason; the file's bytes are never quoted (they may hold credentials).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        what: str,
+        tag: str,
+        lock_timeout: float,
+        logger: logging.Logger,
+        error: Callable[[str], Exception],
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_timeout = lock_timeout
+        self.what = what
+        self._tag = tag
+        self._logger = logger
+        self._error = error
+        self._swept = False  # stale temp files of dead writers removed (once, at first read)
+
+    def file_lock(self) -> filelock.FileLock:
+        """The writers' lock (owner read/write only)."""
+        return filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
+
+    def _timed_out(self) -> Exception:
+        return self._error(
+            f"timed out after {self.lock_timeout}s waiting for the lock {str(self.lock_path)!r}"
+        )
+
+    def read(
+        self, parse: Callable[[bytes], T], empty: Callable[[], T], *, locked: bool = False
+    ) -> T:
+        """``parse`` the file (:func:`load_or_set_aside`); ``locked``: the caller holds the lock."""
+        if not self._swept:
+            self._swept = True
+            remove_stale_temps(self.path.parent, [self.path.name])
+        try:
+            return load_or_set_aside(
+                self.path,
+                parse,
+                empty,
+                what=self.what,
+                logger=self._logger,
+                lock=None if locked else self.file_lock,
+            )
+        except OSError as exc:
+            raise self._error(
+                f"cannot read {self.what} {str(self.path)!r}: {exc.strerror}"
+            ) from None
+        except filelock.Timeout:
+            raise self._timed_out() from None
+
+    def write(self, payload: bytes) -> None:
+        """Replace the file with ``payload`` (:func:`atomic_write`), under :meth:`locked`."""
+        try:
+            atomic_write(self.path, payload, tag=self._tag)
+        except OSError as exc:
+            raise self._error(
+                f"cannot write {self.what} {str(self.path)!r}: {exc.strerror}"
+            ) from None
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Create the folder, then hold the writers' lock for one read-apply-write."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._error(
+                f"cannot create directory {str(self.path.parent)!r}: {exc.strerror}"
+            ) from None
+        try:
+            with self.file_lock():
+                yield
+        except filelock.Timeout:
+            raise self._timed_out() from None

@@ -8,6 +8,7 @@ should be interrupted mid-await (tool execution, HTTP reads).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -170,8 +171,6 @@ def is_turn_handoff_abort(signal: AbortSignal | None) -> bool:
 
 def is_abort_error(error: BaseException) -> bool:
     """Whether an error means "aborted" rather than "broken" (OpenClaw's rule)."""
-    import re
-
     if isinstance(error, AbortError) or type(error).__name__ == "AbortError":
         return True
     return re.search(r"abort|cancelled|canceled", str(error), re.IGNORECASE) is not None

@@ -7,19 +7,22 @@ import math
 import pytest
 
 from openclaw_runtime.auth import (
+    AuthCooldownPolicy,
+    AuthProfileStoreState,
+    ProfileUsageStats,
+    clear_expired_cooldowns,
+)
+from openclaw_runtime.auth.cooldown import (
     ALL_MODELS,
     DISABLED_FAILURE_BACKOFF_POLICIES,
     MAX_DATE_TIMESTAMP_MS,
     RATE_LIMIT_BACKOFF_BASE_MS,
     RATE_LIMIT_BACKOFF_MAX_MS,
-    AuthCooldownPolicy,
-    AuthProfileStoreState,
-    ProfileUsageStats,
     apply_blocked_until,
     apply_failure,
     calculate_auth_profile_cooldown_ms,
     calculate_capped_exponential_backoff_ms,
-    clear_expired_cooldowns,
+    clear_expired_windows,
     compute_next_profile_usage_stats,
     get_soonest_cooldown_expiry,
     is_auth_cooldown_bypassed_for_provider,
@@ -27,11 +30,8 @@ from openclaw_runtime.auth import (
     is_profile_in_cooldown,
     keep_active_window_or_recompute,
     reset_auth_profile_failure_state,
-    resolve_profile_unusable_until,
-)
-from openclaw_runtime.auth.cooldown import (
-    clear_expired_windows,
     resolve_disabled_failure_backoff_ms,
+    resolve_profile_unusable_until,
     resolve_usage_window_until,
 )
 

@@ -6,14 +6,16 @@ import pytest
 
 from openclaw_runtime.auth import (
     AuthProfile,
-    AuthProfileOrderResolution,
     AuthProfileStoreState,
     is_auth_profile_in_cooldown,
+    resolve_auth_profile_order,
+    resolve_profiles_unavailable_reason,
+)
+from openclaw_runtime.auth.order import (
+    AuthProfileOrderResolution,
     prepend_auth_profile_pin,
     resolve_auth_profile_eligibility,
-    resolve_auth_profile_order,
     resolve_auth_profile_order_with_metadata,
-    resolve_profiles_unavailable_reason,
     resolve_token_expiry_state,
 )
 from openclaw_runtime.config import AuthSettings, RuntimeConfig

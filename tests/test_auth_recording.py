@@ -9,6 +9,8 @@ from openclaw_runtime.auth import (
     InMemoryAuthProfileStore,
     mark_auth_profile_failure,
     resolve_auth_profile_failure_reason,
+)
+from openclaw_runtime.auth.recording import (
     should_probe_wham_for_failure,
     should_record_auth_profile_failure,
 )

@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 from openclaw_runtime import ConfigurationError, RuntimeConfig
 from openclaw_runtime.auth import (
-    POST_RUN_AUTH_PROFILE_SUCCESS_SLOW_MS,
     AuthProfile,
     AuthProfileScopeError,
     AuthProfileStore,
@@ -35,6 +34,7 @@ from openclaw_runtime.auth import (
     open_auth_profile_store,
     record_auth_profile_success,
 )
+from openclaw_runtime.auth.operations import POST_RUN_AUTH_PROFILE_SUCCESS_SLOW_MS
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,10 @@ from openclaw_runtime.auth import (
     AuthProfile,
     AuthProfileStoreState,
     InMemoryAuthProfileStore,
-    WhamProbe,
     mark_auth_profile_failure,
     resolve_profiles_unavailable_reason,
 )
-from openclaw_runtime.auth.wham import interpret_wham_usage
+from openclaw_runtime.auth.wham import WhamProbe, interpret_wham_usage
 from openclaw_runtime.testing import ScriptedReply
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime.auth.store import InMemoryAuthProfileStore, JsonFileAuthProfileStore
+from openclaw_runtime.auth.json_file import JsonFileAuthProfileStore
+from openclaw_runtime.auth.store import InMemoryAuthProfileStore
 from openclaw_runtime.runner.lanes import InProcessLanes
 from openclaw_runtime.runner.session_index import JsonFileSessionIndex
 from openclaw_runtime.runner.steering_store import InMemorySteeringStore, JsonFileSteeringStore

@@ -56,7 +56,7 @@ def recording_plugin(calls: list[tuple[str, str]]) -> Any:
         return {
             "lanes": lambda runtime: InProcessLanes(),
             "auth_store": lambda runtime: __import__(
-                "openclaw_runtime.auth.store", fromlist=["x"]
+                "openclaw_runtime.auth.json_file", fromlist=["x"]
             ).open_auth_profile_store(runtime.config),
             "steering_store": lambda runtime: JsonFileSteeringStore(
                 runtime.config.state_dir / "subagents" / "runs.json"

@@ -14,16 +14,18 @@ from openclaw_runtime.failover import (
     classify_failover_reason,
     classify_failover_signal,
 )
-from openclaw_runtime.failover.classify import (
-    ProviderFailoverOwner,
-    classify_failover_classification_from_http_status,
-    extract_failover_signal_details,
+from openclaw_runtime.failover.api_errors import (
     extract_leading_http_status,
     infer_signal_status,
     is_generic_provider_internal_error,
     is_unclassified_no_body_http_signal,
-    merge_message_and_detail_classification,
     parse_api_error_info,
+)
+from openclaw_runtime.failover.classify import ProviderFailoverOwner
+from openclaw_runtime.failover.http_status import classify_failover_classification_from_http_status
+from openclaw_runtime.failover.message_rules import merge_message_and_detail_classification
+from openclaw_runtime.failover.signals import (
+    extract_failover_signal_details,
     signal_from_assistant_message,
 )
 from openclaw_runtime.messages import AssistantMessage

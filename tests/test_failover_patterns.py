@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from openclaw_runtime.failover import FailoverReason
-from openclaw_runtime.failover.patterns import (
+from openclaw_runtime.failover.matchers import (
     classify_failover_reason_from_402_text,
     classify_failover_reason_from_code,
     classify_legacy_provider_specific_error,
@@ -27,8 +27,8 @@ from openclaw_runtime.failover.patterns import (
     is_server_error_message,
     is_timeout_error_message,
     is_unsupported_image_input_error_message,
-    js_regex,
 )
+from openclaw_runtime.failover.text import js_regex
 
 
 def rows(predicate, true: list[str], false: list[str]):

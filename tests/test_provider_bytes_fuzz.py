@@ -36,13 +36,13 @@ from openclaw_runtime._json import (
 )
 from openclaw_runtime.builtins.failover import classify_failover as core_classify
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
-from openclaw_runtime.failover.classify import (
-    classify_failover_reason,
+from openclaw_runtime.failover.api_errors import parse_api_error_info
+from openclaw_runtime.failover.classify import classify_failover_reason
+from openclaw_runtime.failover.result_classifier import is_silent_reply_payload_text
+from openclaw_runtime.failover.signals import (
     extract_failover_signal_details,
-    parse_api_error_info,
     signal_from_assistant_message,
 )
-from openclaw_runtime.failover.result_classifier import is_silent_reply_payload_text
 from openclaw_runtime.messages import AssistantMessage
 from openclaw_runtime.providers.errors import (
     MAX_ERROR_BODY_CHARS,

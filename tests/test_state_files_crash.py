@@ -23,8 +23,9 @@ import pytest
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.agent import tool
+from openclaw_runtime.auth.json_file import JsonFileAuthProfileStore
+from openclaw_runtime.auth.operations import mark_auth_profile_failure
 from openclaw_runtime.auth.profiles import AuthProfile
-from openclaw_runtime.auth.store import JsonFileAuthProfileStore, mark_auth_profile_failure
 from openclaw_runtime.runner.session_index import SessionIndex
 from openclaw_runtime.runner.steering import SubagentRunRecord, upsert_subagent_run
 from openclaw_runtime.runner.steering_store import JsonFileSteeringStore

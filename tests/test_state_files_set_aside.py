@@ -28,7 +28,7 @@ from openclaw_runtime._files import (
     set_aside_damaged,
     temp_writer,
 )
-from openclaw_runtime.auth.store import JsonFileAuthProfileStore
+from openclaw_runtime.auth.json_file import JsonFileAuthProfileStore
 from openclaw_runtime.runner.session_index import SessionIndex
 from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 from openclaw_runtime.transcript import JsonlSessionStore

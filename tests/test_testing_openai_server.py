@@ -20,7 +20,7 @@ from openclaw_runtime.failover import (
     is_context_overflow_error,
     signal_from_assistant_message,
 )
-from openclaw_runtime.failover.classify import failover_reason_from_classification
+from openclaw_runtime.failover.http_status import failover_reason_from_classification
 from openclaw_runtime.llm import Context, Model, StreamOptions, Tool
 from openclaw_runtime.messages import (
     AssistantMessage,

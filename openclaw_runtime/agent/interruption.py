@@ -7,6 +7,7 @@ message before it: the rule lives in the data, not in a flag every reader must k
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ..abort import AbortSignal, is_turn_handoff_abort
@@ -106,8 +107,6 @@ def convert_agent_message_to_llm(message: Any) -> Any | None:
 def _ts(value: int | float | str) -> int | float:
     if isinstance(value, int | float):
         return value
-    from datetime import datetime
-
     try:
         return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:

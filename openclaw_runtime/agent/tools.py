@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_type_hints
 
+import anyio.to_thread
 import jsonschema
 from pydantic import TypeAdapter, create_model
 
@@ -185,8 +186,6 @@ def tool(
                 kwargs["on_update"] = on_update
             if is_async:
                 return await func(**kwargs)
-            import anyio.to_thread
-
             return await anyio.to_thread.run_sync(lambda: func(**kwargs))
 
         doc = inspect.getdoc(func) or ""

@@ -17,6 +17,7 @@ from ..abort import AbortSignal
 from ..events import AgentEvent
 from ..llm import Model, StreamOptions, ThinkingLevel
 from ..messages import AssistantMessage, ContentBlock, ToolCall, ToolResultMessage
+from .interruption import convert_agent_message_to_llm
 from .tools import AgentTool, AgentToolResult, ToolExecutionMode
 
 __all__ = [
@@ -141,8 +142,6 @@ class AfterToolCallResult:
 
 def default_convert_to_llm(messages: list[Any]) -> list[Any]:
     """Keep provider messages; replay custom and summary messages as user messages."""
-    from .interruption import convert_agent_message_to_llm
-
     out = []
     for message in messages:
         converted = convert_agent_message_to_llm(message)

@@ -1,7 +1,7 @@
 """The five backend seams the runner reaches shared state through.
 
 * ``lanes``: ``LaneBackend`` (default ``runner.file_lanes.FileLanes``);
-* ``auth_store``: ``AuthStore`` (default ``auth.store.JsonFileAuthProfileStore``);
+* ``auth_store``: ``AuthStore`` (default ``auth.json_file.JsonFileAuthProfileStore``);
 * ``steering_store``: ``SteeringStore`` (default ``runner.steering_store.JsonFileSteeringStore``);
 * ``session_index``: ``SessionIndex`` (default ``runner.session_index.JsonFileSessionIndex``);
 * ``session_store``: ``SessionStore`` (default ``transcript.store.JsonlSessionStore``).
@@ -16,6 +16,7 @@ imports neither the runner nor the ``Runtime`` (see docs/backends.md).
 from __future__ import annotations
 
 from .auth import AuthStore, UpdateFn
+from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND
 from .lanes import (
     PRIORITY_RANK,
     HeldLane,
@@ -55,14 +56,3 @@ __all__ = [
     "holding",
     "is_session_lane",
 ]
-
-#: The kinds ``[backends]`` selects and ``register_backends`` accepts, in that order.
-BACKEND_KINDS: tuple[str, ...] = (
-    "lanes",
-    "auth_store",
-    "steering_store",
-    "session_index",
-    "session_store",
-)
-#: The name the embedded default of every kind is registered under.
-EMBEDDED_BACKEND = "embedded"

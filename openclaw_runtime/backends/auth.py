@@ -2,7 +2,7 @@
 
 A store has two operations: ``load()`` a snapshot and ``update(fn)``, which applies a pure
 function to the freshest state atomically. Every ledger operation (``mark_auth_profile_failure``,
-``mark_auth_profile_success``... in ``auth.store``) is written once on top of those two, so a
+``mark_auth_profile_success``... in ``auth.operations``) is written once on top of those two, so a
 backend only has to make ``update`` atomic: a file lock (the embedded default), a Redis
 ``WATCH``/``MULTI`` retry loop or a Lua script. Then the cooldown rules (30 s → 1 min → 5 min,
 disable backoff, the non-extendable active window, model-scope widening) hold for every process

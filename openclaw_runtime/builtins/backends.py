@@ -13,7 +13,7 @@ from typing import Any
 
 from .._markers import hookimpl
 from .._types import RegisterBackend
-from ..auth.store import open_auth_profile_store
+from ..auth.json_file import open_auth_profile_store
 from ..backends import EMBEDDED_BACKEND
 from ..redaction import package_logger
 from ..runner.file_lanes import FileLanes

@@ -25,7 +25,7 @@ from .._exceptions import (
 )
 from .._plugins import parse_bool_env
 from .._runtime import Runtime
-from ..auth.store import open_auth_profile_store
+from ..auth.json_file import open_auth_profile_store
 from ..config import RuntimeConfig
 from ..failover.events import redact_secret_text
 from ..llm import Model

@@ -15,9 +15,9 @@ import click
 
 from .._runtime import Runtime
 from ..auth.cooldown import is_active_unusable_window, is_auth_cooldown_bypassed_for_provider
+from ..auth.json_file import open_auth_profile_store
 from ..auth.profiles import AuthProfile
 from ..auth.state import AuthProfileStoreState
-from ..auth.store import open_auth_profile_store
 from ..config import RuntimeConfig
 from ._common import EXIT_FAILED, command_errors, load_config, safe, safe_json
 

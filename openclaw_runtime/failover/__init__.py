@@ -1,33 +1,20 @@
 """Failure classification and failover decisions (OpenClaw's ``src/agents/failover``).
 
-* ``patterns`` / ``overflow`` — the pattern tables of the classifier, as data;
-* ``classify`` — ``classify_failover_signal``: a failure's facts in, a reason out;
+* ``patterns`` (tables, data only) / ``matchers`` / ``text`` / ``overflow`` — the wordings;
+* ``classify`` — ``classify_failover_signal``: a failure's facts in, a reason out, over
+  ``signals``, ``api_errors``, ``message_rules``, ``http_status`` and ``owners``;
 * ``policy`` — ``resolve_run_failover_decision``: rotate, fall back, surface, continue;
 * ``result_classifier`` — finished runs that amount to nothing;
 * ``fallback`` — ``run_with_model_fallback``, the outer loop over the model chain.
+
+This face re-exports the names the runner, plugins and docs use; the rest is imported from
+its module.
 """
 
 from __future__ import annotations
 
-from .classify import (
-    ProviderFailoverContext,
-    ProviderFailoverOwner,
-    classify_failover_classification_from_http_status,
-    classify_failover_reason,
-    classify_failover_signal,
-    extract_leading_http_status,
-    is_failover_error_message,
-    signal_from_assistant_message,
-)
-from .events import (
-    FallbackAttemptStart,
-    FallbackCandidateSkipped,
-    FallbackDecisionMade,
-    FallbackExhausted,
-    FallbackSucceeded,
-)
+from .classify import ProviderFailoverOwner, classify_failover_reason, classify_failover_signal
 from .fallback import (
-    FallbackAttempt,
     ModelCandidate,
     ModelFallbackRunResult,
     ModelResultRejectedError,
@@ -39,19 +26,8 @@ from .overflow import (
     is_context_overflow,
     is_context_overflow_error,
     is_likely_context_overflow_error,
-    is_provider_request_size_ceiling_error,
 )
-from .patterns import (
-    is_auth_error_message,
-    is_auth_permanent_error_message,
-    is_billing_error_message,
-    is_format_error_message,
-    is_overloaded_error_message,
-    is_pre_dispatch_tool_call_rejection_message,
-    is_rate_limit_error_message,
-    is_server_error_message,
-    is_timeout_error_message,
-)
+from .owners import ProviderFailoverContext
 from .policy import (
     AssistantDecisionInput,
     AttemptTerminal,
@@ -74,6 +50,7 @@ from .result_classifier import (
     classify_embedded_agent_run_result_for_model_fallback,
     merge_embedded_agent_run_result_for_model_fallback_exhaustion,
 )
+from .signals import signal_from_assistant_message
 
 __all__ = [
     "FAILOVER_REASONS",
@@ -84,12 +61,6 @@ __all__ = [
     "FailoverDecision",
     "FailoverReason",
     "FailoverSignal",
-    "FallbackAttempt",
-    "FallbackAttemptStart",
-    "FallbackCandidateSkipped",
-    "FallbackDecisionMade",
-    "FallbackExhausted",
-    "FallbackSucceeded",
     "ModelCandidate",
     "ModelFallbackRunResult",
     "ModelResultRejectedError",
@@ -100,26 +71,13 @@ __all__ = [
     "RetryLimitDecisionInput",
     "RunPayload",
     "classify_embedded_agent_run_result_for_model_fallback",
-    "classify_failover_classification_from_http_status",
     "classify_failover_reason",
     "classify_failover_signal",
-    "extract_leading_http_status",
     "hook_classifier",
-    "is_auth_error_message",
-    "is_auth_permanent_error_message",
-    "is_billing_error_message",
     "is_context_overflow",
     "is_context_overflow_error",
-    "is_failover_error_message",
-    "is_format_error_message",
     "is_likely_context_overflow_error",
-    "is_overloaded_error_message",
-    "is_pre_dispatch_tool_call_rejection_message",
-    "is_provider_request_size_ceiling_error",
-    "is_rate_limit_error_message",
-    "is_server_error_message",
     "is_terminal_format_failure",
-    "is_timeout_error_message",
     "merge_embedded_agent_run_result_for_model_fallback_exhaustion",
     "merge_retry_failover_reason",
     "resolve_model_candidate_chain",

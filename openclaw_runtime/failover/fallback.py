@@ -27,7 +27,7 @@ from .._exceptions import (
 )
 from ..events import Event
 from ..redaction import package_logger
-from .classify import classify_failover_signal, signal_from_assistant_message
+from .classify import classify_failover_signal
 from .events import (
     FallbackAttemptStart,
     FallbackCandidateSkipped,
@@ -38,6 +38,7 @@ from .events import (
 )
 from .policy import FailoverDecision, resolve_model_fallback_decision
 from .reasons import FAILOVER_REASONS, FailoverClassification, FailoverReason, FailoverSignal
+from .signals import signal_from_assistant_message
 
 __all__ = [
     "Classifier",

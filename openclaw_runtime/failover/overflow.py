@@ -18,17 +18,16 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .patterns import (
+from .matchers import (
     is_billing_error_message,
     is_provider_request_size_ceiling_error,
     is_rate_limit_error_message,
-    js_regex,
-    normalize_lower,
 )
+from .text import js_regex, normalize_lower
 
 if TYPE_CHECKING:
     from ..messages import AssistantMessage
-    from .classify import ProviderFailoverOwner
+    from .owners import ProviderFailoverDialect
 
 __all__ = [
     "ASSISTANT_OVERFLOW_PATTERNS",
@@ -44,7 +43,6 @@ __all__ = [
     "is_context_overflow_error_from_tables",
     "is_likely_context_overflow_error",
     "is_provider_refusal_assistant_error",
-    "is_provider_request_size_ceiling_error",
     "is_reasoning_constraint_error_message",
     "looks_like_provider_context_overflow_candidate",
     "matches_context_overflow_message",
@@ -233,7 +231,7 @@ def is_context_overflow_error_from_tables(error_message: str | None) -> bool:
 
 
 def is_context_overflow_error(
-    error_message: str | None, *, provider_owner: ProviderFailoverOwner | None = None
+    error_message: str | None, *, provider_owner: ProviderFailoverDialect | None = None
 ) -> bool:
     """OpenClaw's ``isContextOverflowError``: the tables, or the provider owner's matcher for
     an overflow-shaped message."""

@@ -1,162 +1,85 @@
-"""Pattern tables of OpenClaw's failure classifier (spec §1.3, §1.6, §1.7), as data.
+"""Pattern tables of OpenClaw's failure classifier (spec §1.3, §1.6, §1.7): pure data.
 
 Each group is a tuple of compiled regexes and plain substrings; a message matches a group when
-any entry matches its trimmed, lower-cased text (``matches_error_patterns``). The predicates
-below are the snake_case twins of ``message-patterns.ts`` and ``classification-rules.ts``.
-
-OpenClaw's regexes are JavaScript regexes. ``js_regex`` compiles them with JavaScript's
-meaning of ``\\b``/``\\w``/``\\d`` (ASCII), ``\\s`` (Unicode spaces), ``.`` (no line
-terminators) and ``$`` (end of input only), so odd corners match the same way.
+any entry matches its trimmed, lower-cased text (``text.matches_error_patterns``). This module
+holds only the tables (long on purpose: it is data, the list of OpenClaw's wordings); the
+predicates that read them (the snake_case twins of ``message-patterns.ts`` and
+``classification-rules.ts``) live in ``matchers``, the JavaScript regex compiler in ``text``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Literal, TypeAlias
+from collections.abc import Mapping
 
 from .reasons import FailoverReason
+from .text import ErrorPattern, js_regex
 
 __all__ = [
     "AMBIGUOUS_AUTH_PATTERNS",
     "AUTH_PATTERNS",
     "AUTH_PERMANENT_PATTERNS",
+    "BARE_LEADING_402_RE",
     "BILLING_402_HINTS",
     "BILLING_402_PLAN_HINTS",
+    "BILLING_HARD_402_RE",
+    "BILLING_HEAD_RE",
+    "BILLING_HEAD_WORDS",
     "BILLING_PATTERNS",
     "CERTIFICATE_INVALID_CODES",
+    "CERTIFICATE_INVALID_PATTERNS",
     "CJK_AUTH_PATTERNS",
+    "CLI_SESSION_EXPIRED_RE",
     "COMMON_AUTH_PATTERNS",
+    "DEPRECATED_RES",
     "ERROR_PATTERNS",
     "FAILOVER_CODE_REASONS",
     "FAILOVER_ERROR_TYPE_REASONS",
     "FAILOVER_TIMEOUT_ERROR_CODES",
     "FORMAT_PATTERNS",
+    "GENERIC_UNKNOWN_STREAM_RE",
     "HOSTNAME_MISMATCH_CODES",
+    "HOSTNAME_MISMATCH_PATTERNS",
+    "HTTP_5XX_STATUS_RE",
     "INCOMPLETE_ASSISTANT_STREAM_RE",
+    "INVALID_API_KEY_RE",
+    "INVALID_MODEL_RE",
+    "INVALID_MODEL_REFERENCE_RE",
+    "LEADING_402_WRAPPER_RE",
     "LEGACY_PROVIDER_PATTERNS",
+    "MARKDOWN_SECTION_RE",
+    "MODEL_NOT_FOUND_ALWAYS",
+    "MODEL_NOT_FOUND_PAIRS",
+    "NOT_FOUND_RE",
+    "NO_ENDPOINTS_RE",
     "OVERLOADED_PATTERNS",
+    "PERIODIC_402_HINTS",
     "PERIODIC_USAGE_LIMIT_RE",
     "PRE_DISPATCH_TOOL_CALL_REJECTION_MESSAGES",
     "PROVIDER_COMPLETED_ERROR_FINISH_REASON_PATTERNS",
     "RATE_LIMIT_429_RE",
     "RATE_LIMIT_PATTERNS",
+    "RAW_402_MARKER_RE",
+    "REPLAY_INVALID_RE",
+    "RETRYABLE_402_LIMIT_HINTS",
+    "RETRYABLE_402_RETRY_HINTS",
+    "RETRYABLE_402_SCOPED_HINTS",
+    "RETRYABLE_402_SCOPED_RESULT_HINTS",
     "SERVER_ERROR_PATTERNS",
+    "STATED_TOKEN_SIZES_RE",
+    "STATUS_INTERNAL_SERVER_ERROR_RE",
+    "STATUS_INTERNAL_SERVER_ERROR_WITH_500_RE",
+    "STEALTH_RES",
+    "SUPPORT_IMAGE_INPUT_RE",
     "TERMINATED_TRANSPORT_MESSAGE_RE",
+    "THINKING_RE",
+    "THINKING_SIGNATURE_RE",
     "TIMEOUT_PATTERNS",
     "TRANSIENT_NETWORK_CODES",
+    "UNSUPPORTED_IMAGE_RES",
+    "VALID_MODEL_ID_RE",
     "ZAI_AUTH_PATTERNS",
-    "ErrorPattern",
-    "TlsCertificateErrorKind",
-    "classify_402_message",
-    "classify_core_failover_reason_from_error_type",
-    "classify_failover_reason_from_402_text",
-    "classify_failover_reason_from_code",
-    "classify_legacy_provider_specific_error",
-    "classify_oauth_refresh_failure_reason",
-    "inspect_tls_certificate_error",
-    "is_auth_error_message",
-    "is_auth_permanent_error_message",
-    "is_billing_error_message",
-    "is_cli_session_expired_error_message",
-    "is_exact_unknown_no_details_error",
-    "is_format_error_message",
-    "is_generic_unknown_stream_error_message",
-    "is_image_dimension_error_message",
-    "is_image_size_error",
-    "is_model_not_found_error_message",
-    "is_oauth_refresh_failure_message",
-    "is_overloaded_error_message",
-    "is_periodic_usage_limit_error_message",
-    "is_pre_dispatch_tool_call_rejection_message",
-    "is_provider_completed_error_finish_reason_message",
-    "is_provider_request_size_ceiling_error",
-    "is_rate_limit_error_message",
-    "is_replay_invalid_error_message",
-    "is_server_error_message",
-    "is_timeout_error_message",
-    "is_unsupported_image_input_error_message",
-    "js_regex",
-    "matches_error_patterns",
-    "normalize_lower",
-    "normalize_optional_lower",
 ]
-
-ErrorPattern: TypeAlias = "re.Pattern[str] | str"
-TlsCertificateErrorKind: TypeAlias = Literal["certificate_invalid", "hostname_mismatch"]
-
-# --------------------------------------------------------------------------- JS regex semantics
-
-_JS_SPACE = (
-    "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-)
-_JS_LINE_TERMINATORS = "\\n\\r\\u2028\\u2029"
-
-
-def js_regex(source: str, flags: str = "") -> re.Pattern[str]:
-    """Compile a JavaScript regex source so it matches exactly what JavaScript matches.
-
-    ``flags`` takes JavaScript flag letters; only ``i`` is meaningful here.
-    """
-    out: list[str] = []
-    in_class = False
-    index = 0
-    while index < len(source):
-        char = source[index]
-        if char == "\\" and index + 1 < len(source):
-            escaped = source[index + 1]
-            if escaped == "s":
-                out.append(_JS_SPACE if in_class else f"[{_JS_SPACE}]")
-            elif escaped == "S" and not in_class:
-                out.append(f"[^{_JS_SPACE}]")
-            else:
-                out.append(char + escaped)
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-            out.append(char)
-        elif char == "[":
-            in_class = True
-            out.append(char)
-        elif char == ".":
-            out.append(f"[^{_JS_LINE_TERMINATORS}]")
-        elif char == "$":
-            out.append(r"\Z")
-        else:
-            out.append(char)
-        index += 1
-    bits = re.ASCII | (re.IGNORECASE if "i" in flags else 0)
-    return re.compile("".join(out), bits)
-
-
-def normalize_lower(value: object) -> str:
-    """OpenClaw's ``normalizeLowercaseStringOrEmpty``: trimmed lower-case text, or ``""``."""
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
-def normalize_optional_lower(value: object) -> str | None:
-    """OpenClaw's ``normalizeOptionalLowercaseString``: trimmed lower-case text, or None."""
-    text = normalize_lower(value)
-    return text or None
-
-
-def matches_error_patterns(raw: str | None, patterns: Iterable[ErrorPattern]) -> bool:
-    """True when any pattern matches the trimmed lower-cased ``raw`` (substrings or regexes)."""
-    if not raw:
-        return False
-    value = normalize_lower(raw)
-    for pattern in patterns:
-        if isinstance(pattern, str):
-            if pattern in value:
-                return True
-        elif pattern.search(value):
-            return True
-    return False
-
-
-def _any_of(text: str, hints: Iterable[str]) -> bool:
-    return any(hint in text for hint in hints)
 
 
 # --------------------------------------------------------------------------- stream contracts
@@ -190,7 +113,7 @@ PERIODIC_USAGE_LIMIT_RE = js_regex(
 )
 
 # A TPM clause that states both figures, in tokens, in one sentence (Groq's 413).
-_STATED_TOKEN_SIZES_RE = js_regex(
+STATED_TOKEN_SIZES_RE = js_regex(
     r"(?:\btpm\b|tokens per minute)[^.\n]*?\blimit\s+([\d,]+)[^.\n]*?\brequested\s+([\d,]+)", "i"
 )
 
@@ -311,14 +234,14 @@ TIMEOUT_PATTERNS: tuple[ErrorPattern, ...] = (
     js_regex(r"^llm request failed\.$", "i"),
 )
 
-_BILLING_HARD_402_RE = js_regex(
+BILLING_HARD_402_RE = js_regex(
     r"[\"']?(?:status|code)[\"']?\s*[:=]\s*402\b|\bhttp\s*402\b"
     r"|\berror(?:\s+code)?\s*[:=]?\s*402\b|^\s*402\s+payment",
     "i",
 )
 
 BILLING_PATTERNS: tuple[ErrorPattern, ...] = (
-    _BILLING_HARD_402_RE,
+    BILLING_HARD_402_RE,
     js_regex(r"\b(?:got|returned|received)\s+(?:a\s+)?402\b(?!\s+records\b)", "i"),
     "payment required",
     "insufficient credits",
@@ -361,14 +284,14 @@ AUTH_PERMANENT_PATTERNS: tuple[ErrorPattern, ...] = (
 )
 
 # "invalid API key" and "API key is/not valid", in one matcher.
-_INVALID_API_KEY_RE = js_regex(
+INVALID_API_KEY_RE = js_regex(
     r"(?:invalid[_ ]?api[_ ]?key(?![a-z0-9])|api[_ ]?key(?:[_ ]?(?:is[_ ]?)?"
     r"(?:invalid(?![a-z0-9])|not[_ ]?valid(?![a-z0-9]))))",
     "i",
 )
 
 AMBIGUOUS_AUTH_PATTERNS: tuple[ErrorPattern, ...] = (
-    _INVALID_API_KEY_RE,
+    INVALID_API_KEY_RE,
     js_regex(r"could not (?:authenticate|validate).*(?:api[_ ]?key|credentials)", "i"),
     "permission_error",
 )
@@ -448,126 +371,19 @@ ERROR_PATTERNS: Mapping[str, tuple[ErrorPattern, ...]] = {
     "format": FORMAT_PATTERNS,
 }
 
-_BILLING_HEAD_RE = js_regex(
+BILLING_HEAD_RE = js_regex(
     r"^(?:error[:\s-]+)?billing(?:\s+error)?(?:[:\s-]+|$)"
     r"|^(?:error[:\s-]+)?(?:credit balance|insufficient credits?|payment required|http\s*402\b)",
     "i",
 )
-_BILLING_HEAD_WORDS = ("upgrade", "credits", "payment", "purchase", "subscription", "plan")
-_MARKDOWN_SECTION_RE = js_regex(r"(?:^|\n)##\s+\S")
+BILLING_HEAD_WORDS = ("upgrade", "credits", "payment", "purchase", "subscription", "plan")
+MARKDOWN_SECTION_RE = js_regex(r"(?:^|\n)##\s+\S")
 
-_STATUS_INTERNAL_SERVER_ERROR_RE = js_regex(r"\bstatus:\s*internal server error\b", "i")
-_STATUS_INTERNAL_SERVER_ERROR_WITH_500_RE = js_regex(
+STATUS_INTERNAL_SERVER_ERROR_RE = js_regex(r"\bstatus:\s*internal server error\b", "i")
+STATUS_INTERNAL_SERVER_ERROR_WITH_500_RE = js_regex(
     r"^(?=[\s\S]*\bstatus:\s*internal server error\b)(?=[\s\S]*\bcode[\"']?\s*[:=]\s*500\b)", "i"
 )
-_HTTP_5XX_STATUS_RE = js_regex(r"\bHTTP\s+5\d\d\b", "i")
-
-# --------------------------------------------------------------------------- group predicates
-
-
-def is_rate_limit_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isRateLimitErrorMessage``."""
-    return matches_error_patterns(raw, RATE_LIMIT_PATTERNS)
-
-
-def is_overloaded_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isOverloadedErrorMessage``."""
-    return matches_error_patterns(raw, OVERLOADED_PATTERNS)
-
-
-def is_timeout_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isTimeoutErrorMessage``."""
-    return matches_error_patterns(raw, TIMEOUT_PATTERNS)
-
-
-def is_format_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``matchesFormatErrorPattern`` (request-shape rejections)."""
-    return matches_error_patterns(raw, FORMAT_PATTERNS)
-
-
-def is_auth_permanent_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isAuthPermanentErrorMessage``: revoked/deactivated keys and workspaces."""
-    return matches_error_patterns(raw, AUTH_PERMANENT_PATTERNS)
-
-
-def is_auth_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isAuthErrorMessage``."""
-    return matches_error_patterns(raw, AUTH_PATTERNS)
-
-
-def is_provider_completed_error_finish_reason_message(raw: str | None) -> bool:
-    """A provider completed with a bare ``error`` stop/finish reason (not a hang)."""
-    return matches_error_patterns(raw, PROVIDER_COMPLETED_ERROR_FINISH_REASON_PATTERNS)
-
-
-def is_periodic_usage_limit_error_message(raw: str | None) -> bool:
-    """``daily/weekly/monthly (usage) limit (exhausted|reached|exceeded)`` in the raw text."""
-    return bool(raw) and PERIODIC_USAGE_LIMIT_RE.search(raw or "") is not None
-
-
-def is_billing_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isBillingErrorMessage``.
-
-    Text with more than one Markdown ``##`` section is explanatory content, never billing.
-    """
-    value = normalize_lower(raw)
-    if not value or raw is None:
-        return False
-    if len(_MARKDOWN_SECTION_RE.findall(raw)) > 1:
-        return False
-    if matches_error_patterns(value, BILLING_PATTERNS):
-        return True
-    if not _BILLING_HEAD_RE.search(raw):
-        return False
-    return _any_of(value, _BILLING_HEAD_WORDS)
-
-
-def is_server_error_message(raw: str | None) -> bool:
-    """OpenClaw's ``isServerErrorMessage``.
-
-    ``status: internal server error`` counts on its own or paired with ``code 500``; as a
-    prefix of other prose only the first occurrence is removed before matching.
-    """
-    value = normalize_lower(raw)
-    if not value:
-        return False
-    if _STATUS_INTERNAL_SERVER_ERROR_WITH_500_RE.search(value) or _HTTP_5XX_STATUS_RE.search(value):
-        return True
-    scrubbed = _STATUS_INTERNAL_SERVER_ERROR_RE.sub("", value, count=1).strip()
-    if scrubbed == "":
-        return True
-    return matches_error_patterns(scrubbed, SERVER_ERROR_PATTERNS)
-
-
-def is_pre_dispatch_tool_call_rejection_message(message: str | None) -> bool:
-    """One of the five exact transport texts for a tool call rejected before dispatch."""
-    return message is not None and message in PRE_DISPATCH_TOOL_CALL_REJECTION_MESSAGES
-
-
-def _stated_token_count(digits: str | None) -> float | None:
-    if digits is None:
-        return None
-    cleaned = digits.replace(",", "")
-    try:
-        value = float(cleaned) if cleaned else 0.0
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def is_provider_request_size_ceiling_error(error_message: str | None) -> bool:
-    """A single TPM clause whose ``Requested`` size exceeds its whole ``Limit`` (Groq's 413).
-
-    Such a request can never fit, so it is overflow-like rather than a rate limit.
-    """
-    if not error_message:
-        return False
-    stated = _STATED_TOKEN_SIZES_RE.search(error_message)
-    if stated is None:
-        return False
-    limit = _stated_token_count(stated.group(1))
-    requested = _stated_token_count(stated.group(2))
-    return limit is not None and requested is not None and requested > limit
+HTTP_5XX_STATUS_RE = js_regex(r"\bHTTP\s+5\d\d\b", "i")
 
 
 # --------------------------------------------------------------------------- 402 rules (§1.6)
@@ -587,180 +403,60 @@ BILLING_402_PLAN_HINTS: tuple[str, ...] = (
     "current plan",
     "subscription",
 )
-_PERIODIC_402_HINTS = ("daily", "weekly", "monthly")
-_RETRYABLE_402_RETRY_HINTS = ("try again", "retry", "temporary", "cooldown")
-_RETRYABLE_402_LIMIT_HINTS = ("usage limit", "rate limit", "organization usage")
-_RETRYABLE_402_SCOPED_HINTS = ("organization", "workspace")
-_RETRYABLE_402_SCOPED_RESULT_HINTS = ("billing period", "exceeded", "reached", "exhausted")
+PERIODIC_402_HINTS = ("daily", "weekly", "monthly")
+RETRYABLE_402_RETRY_HINTS = ("try again", "retry", "temporary", "cooldown")
+RETRYABLE_402_LIMIT_HINTS = ("usage limit", "rate limit", "organization usage")
+RETRYABLE_402_SCOPED_HINTS = ("organization", "workspace")
+RETRYABLE_402_SCOPED_RESULT_HINTS = ("billing period", "exceeded", "reached", "exhausted")
 
-_RAW_402_MARKER_RE = js_regex(
+RAW_402_MARKER_RE = js_regex(
     r"[\"']?(?:status|code)[\"']?\s*[:=]\s*402\b|\bhttp\s*402\b"
     r"|\berror(?:\s+code)?\s*[:=]?\s*402\b|\b(?:got|returned|received)\s+(?:a\s+)?402\b"
     r"|^\s*402\s+(?:payment required\b|.*used up your points\b"
     r"|no available asset for api access\b)",
     "i",
 )
-_BARE_LEADING_402_RE = js_regex(r"^\s*402\b", "i")
-_LEADING_402_WRAPPER_RE = js_regex(
+BARE_LEADING_402_RE = js_regex(r"^\s*402\b", "i")
+LEADING_402_WRAPPER_RE = js_regex(
     r"^(?:error[:\s-]+)?(?:(?:http\s*)?402(?:\s+payment required)?|payment required)(?:[:\s-]+|$)",
     "i",
 )
 
 
-def _has_explicit_402_billing_signal(text: str) -> bool:
-    return (
-        _any_of(text, BILLING_402_HINTS)
-        or (_any_of(text, BILLING_402_PLAN_HINTS) and "limit" in text)
-        or "billing hard limit" in text
-        or "hard limit reached" in text
-        or ("maximum allowed" in text and "limit" in text)
-    )
-
-
-def _has_quota_refresh_window_signal(text: str) -> bool:
-    return "subscription quota limit" in text and (
-        "automatic quota refresh" in text or "rolling time window" in text
-    )
-
-
-def _has_retryable_402_transient_signal(text: str) -> bool:
-    periodic = _any_of(text, _PERIODIC_402_HINTS)
-    spend_limit = "spend limit" in text or "spending limit" in text
-    scoped = _any_of(text, _RETRYABLE_402_SCOPED_HINTS)
-    return (
-        (_any_of(text, _RETRYABLE_402_RETRY_HINTS) and _any_of(text, _RETRYABLE_402_LIMIT_HINTS))
-        or (periodic and ("usage limit" in text or spend_limit))
-        or (periodic and "limit" in text and "reset" in text)
-        or (
-            scoped
-            and "limit" in text
-            and (spend_limit or _any_of(text, _RETRYABLE_402_SCOPED_RESULT_HINTS))
-        )
-    )
-
-
-def _normalize_402_message(raw: str) -> str:
-    lowered = normalize_optional_lower(raw)
-    if lowered is None:
-        return ""
-    return _LEADING_402_WRAPPER_RE.sub("", lowered, count=1).strip()
-
-
-def classify_402_message(message: str) -> FailoverReason:
-    """A payment-required text is billing unless it reads as a temporary limit."""
-    normalized = _normalize_402_message(message)
-    if not normalized:
-        return FailoverReason.BILLING
-    if _has_quota_refresh_window_signal(normalized):
-        return FailoverReason.RATE_LIMIT
-    if _has_explicit_402_billing_signal(normalized):
-        return FailoverReason.BILLING
-    if is_rate_limit_error_message(normalized):
-        return FailoverReason.RATE_LIMIT
-    if _has_retryable_402_transient_signal(normalized):
-        return FailoverReason.RATE_LIMIT
-    return FailoverReason.BILLING
-
-
-def classify_failover_reason_from_402_text(raw: str) -> FailoverReason | None:
-    """OpenClaw's ``classifyFailoverReasonFrom402Text``: billing or rate_limit, or None.
-
-    A bare leading ``402`` counts only with a known billing/limit signal after it.
-    """
-    if _RAW_402_MARKER_RE.search(raw):
-        return classify_402_message(raw)
-    if not _BARE_LEADING_402_RE.search(raw):
-        return None
-    normalized = _normalize_402_message(raw)
-    if not normalized or not (
-        _has_quota_refresh_window_signal(normalized)
-        or _has_explicit_402_billing_signal(normalized)
-        or is_rate_limit_error_message(normalized)
-        or _has_retryable_402_transient_signal(normalized)
-    ):
-        return None
-    return classify_402_message(raw)
-
-
 # --------------------------------------------------------------------------- message predicates
 
-_REPLAY_INVALID_RE = js_regex(
+REPLAY_INVALID_RE = js_regex(
     r"\bprevious_response_id\b.*\b(?:invalid|unknown|not found|does not exist|expired|mismatch)\b"
     r"|\btool_(?:use|call)\.(?:input|arguments)\b.*\b(?:missing|required)\b"
     r"|\bincorrect role information\b|\broles must alternate\b"
     r"|\binput item id does not belong to this connection\b",
     "i",
 )
-_THINKING_RE = js_regex(r"\bthinking\b", "i")
-_THINKING_SIGNATURE_RE = js_regex(
+THINKING_RE = js_regex(r"\bthinking\b", "i")
+THINKING_SIGNATURE_RE = js_regex(
     r"\b(?:invalid|expired)\b.*\bsignature\b|\bsignature\b.*\b(?:invalid|expired)\b", "i"
 )
 
 
-def is_replay_invalid_error_message(raw: str) -> bool:
-    """The provider rejected the replayed transcript (ids, roles, thinking signatures)."""
-    if _REPLAY_INVALID_RE.search(raw):
-        return True
-    return bool(_THINKING_RE.search(raw) and _THINKING_SIGNATURE_RE.search(raw))
-
-
-_UNSUPPORTED_IMAGE_RES = (
+UNSUPPORTED_IMAGE_RES = (
     js_regex(r"\bdoes not support image inputs?\b"),
     js_regex(r"\bunsupported image input\b"),
 )
-_NO_ENDPOINTS_RE = js_regex(r"\bno endpoints found\b")
-_SUPPORT_IMAGE_INPUT_RE = js_regex(r"\bsupport image input\b")
+NO_ENDPOINTS_RE = js_regex(r"\bno endpoints found\b")
+SUPPORT_IMAGE_INPUT_RE = js_regex(r"\bsupport image input\b")
 
 
-def is_unsupported_image_input_error_message(raw: str | None) -> bool:
-    """The model cannot take images (a format failure, not a missing model)."""
-    value = normalize_optional_lower(raw)
-    if value is None:
-        return False
-    if any(pattern.search(value) for pattern in _UNSUPPORTED_IMAGE_RES):
-        return True
-    return bool(_NO_ENDPOINTS_RE.search(value) and _SUPPORT_IMAGE_INPUT_RE.search(value))
+GENERIC_UNKNOWN_STREAM_RE = js_regex(r"^\s*an unknown error occurred\.?\s*$", "i")
 
 
-def is_image_dimension_error_message(raw: str | None) -> bool:
-    """Anthropic's many-image dimension limit (handled by image resizing, not failover)."""
-    return bool(raw) and "image dimensions exceed max allowed size" in (raw or "").lower()
-
-
-def is_image_size_error(error_message: str | None) -> bool:
-    """An ``image exceeds N MB`` rejection (handled by image resizing, not failover)."""
-    if not error_message:
-        return False
-    lower = error_message.lower()
-    return "image exceeds" in lower and "mb" in lower
-
-
-_GENERIC_UNKNOWN_STREAM_RE = js_regex(r"^\s*an unknown error occurred\.?\s*$", "i")
-
-
-def is_generic_unknown_stream_error_message(raw: str) -> bool:
-    """The runtime's bare ``An unknown error occurred`` (a transport failure; #71620)."""
-    return _GENERIC_UNKNOWN_STREAM_RE.search(raw) is not None
-
-
-def is_exact_unknown_no_details_error(raw: str) -> bool:
-    """Exactly ``unknown error (no error details in response)``."""
-    return normalize_optional_lower(raw) == "unknown error (no error details in response)"
-
-
-_CLI_SESSION_EXPIRED_RE = js_regex(
+CLI_SESSION_EXPIRED_RE = js_regex(
     r"\b(?:session (?:not found|does not exist|expired|invalid)"
     r"|conversation (?:not found|does not exist|expired|invalid)|no conversation found"
     r"|no such session|invalid session|(?:session|conversation) id not found)\b"
 )
 
 
-def is_cli_session_expired_error_message(raw: str) -> bool:
-    """A CLI backend lost the session/conversation it was resuming."""
-    return _CLI_SESSION_EXPIRED_RE.search(normalize_lower(raw)) is not None
-
-
-_MODEL_NOT_FOUND_ALWAYS = (
+MODEL_NOT_FOUND_ALWAYS = (
     js_regex(r"no endpoints found for", "i"),
     js_regex(r"\brouter not found\b", "i"),
     js_regex(r"unknown model", "i"),
@@ -772,9 +468,9 @@ _MODEL_NOT_FOUND_ALWAYS = (
     ),
     js_regex(r"model(?:[_\-\s])?not(?:[_\-\s])?found|\bmodel\b.{0,60}?\bnot found\b", "i"),
 )
-_NOT_FOUND_RE = js_regex(r"not(?:[_\-\s])?found", "i")
-_MODEL_NOT_FOUND_PAIRS = (
-    (js_regex(r"\b404\b"), _NOT_FOUND_RE),
+NOT_FOUND_RE = js_regex(r"not(?:[_\-\s])?found", "i")
+MODEL_NOT_FOUND_PAIRS = (
+    (js_regex(r"\b404\b"), NOT_FOUND_RE),
     (js_regex(r"not_found_error", "i"), None),
     (js_regex(r"\bnot supported model\b", "i"), None),
     (
@@ -785,42 +481,20 @@ _MODEL_NOT_FOUND_PAIRS = (
         ),
         None,
     ),
-    (js_regex(r"model:\s*[a-z0-9._/-]+", "i"), _NOT_FOUND_RE),
+    (js_regex(r"model:\s*[a-z0-9._/-]+", "i"), NOT_FOUND_RE),
     (js_regex(r"models\/[^\s]+ is not found", "i"), None),
     (js_regex(r"model", "i"), js_regex(r"does not exist", "i")),
-    (js_regex(r"selected model", "i"), _NOT_FOUND_RE),
+    (js_regex(r"selected model", "i"), NOT_FOUND_RE),
 )
-_DEPRECATED_RES = (
+DEPRECATED_RES = (
     js_regex(r"model", "i"),
     js_regex(r"deprecated", "i"),
     js_regex(r"(upgrade|transition) to", "i"),
 )
-_STEALTH_RES = (js_regex(r"stealth model", "i"), js_regex(r"find it here", "i"))
-_VALID_MODEL_ID_RE = js_regex(r"is not a valid model id", "i")
-_INVALID_MODEL_RE = js_regex(r"invalid model", "i")
-_INVALID_MODEL_REFERENCE_RE = js_regex(r"invalid model reference", "i")
-
-
-def is_model_not_found_error_message(raw: str) -> bool:
-    """A missing, retired or plan-restricted model id (``live-model-errors.ts``).
-
-    "Not available" alone also describes outages, so it does not count.
-    """
-    msg = raw.strip()
-    if not msg:
-        return False
-    if any(pattern.search(msg) for pattern in _MODEL_NOT_FOUND_ALWAYS):
-        return True
-    for first, second in _MODEL_NOT_FOUND_PAIRS:
-        if first.search(msg) and (second is None or second.search(msg)):
-            return True
-    if all(pattern.search(msg) for pattern in _DEPRECATED_RES):
-        return True
-    if all(pattern.search(msg) for pattern in _STEALTH_RES):
-        return True
-    if _VALID_MODEL_ID_RE.search(msg):
-        return True
-    return bool(_INVALID_MODEL_RE.search(msg) and not _INVALID_MODEL_REFERENCE_RE.search(msg))
+STEALTH_RES = (js_regex(r"stealth model", "i"), js_regex(r"find it here", "i"))
+VALID_MODEL_ID_RE = js_regex(r"is not a valid model id", "i")
+INVALID_MODEL_RE = js_regex(r"invalid model", "i")
+INVALID_MODEL_REFERENCE_RE = js_regex(r"invalid model reference", "i")
 
 
 #: Provider phrases that take precedence over the generic tables (``provider-patterns.ts``).
@@ -832,52 +506,6 @@ LEGACY_PROVIDER_PATTERNS: tuple[tuple[re.Pattern[str], FailoverReason], ...] = (
         FailoverReason.MODEL_NOT_FOUND,
     ),
 )
-
-
-def classify_legacy_provider_specific_error(error_message: str) -> FailoverReason | None:
-    """The first matching provider-specific phrase (Cloudflare, Bedrock, Groq), or None."""
-    for pattern, reason in LEGACY_PROVIDER_PATTERNS:
-        if pattern.search(error_message):
-            return reason
-    return None
-
-
-# --------------------------------------------------------------------------- OAuth refresh
-
-
-def is_oauth_refresh_failure_message(message: str) -> bool:
-    """The text reports a failed OAuth token refresh (incl. a CLI subprocess 401)."""
-    lower = message.lower()
-    return (
-        "oauth token refresh failed" in lower
-        or "access token could not be refreshed" in lower
-        or "authentication session could not be refreshed automatically" in lower
-        or ("failed to authenticate" in lower and "401" in lower)
-    )
-
-
-def classify_oauth_refresh_failure_reason(message: str) -> str | None:
-    """Why an OAuth refresh failed for good (``invalid_grant``, ``revoked``...), or None.
-
-    Gated on ``is_oauth_refresh_failure_message``; a definitive reason makes the failure
-    ``auth_permanent``.
-    """
-    if not is_oauth_refresh_failure_message(message):
-        return None
-    lower = message.lower()
-    if "refresh_token_reused" in lower:
-        return "refresh_token_reused"
-    if "invalid_grant" in lower:
-        return "invalid_grant"
-    if "signing in again" in lower or "sign in again" in lower:
-        return "sign_in_again"
-    if "invalid refresh token" in lower:
-        return "invalid_refresh_token"
-    if "expired or revoked" in lower or "revoked" in lower:
-        return "revoked"
-    if "failed to authenticate" in lower and "401" in lower:
-        return "revoked"
-    return None
 
 
 # --------------------------------------------------------------------------- TLS certificates
@@ -915,36 +543,18 @@ CERTIFICATE_INVALID_CODES: frozenset[str] = frozenset(
         "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
     }
 )
-_HOSTNAME_MISMATCH_PATTERNS = (
+HOSTNAME_MISMATCH_PATTERNS = (
     js_regex(r"hostname\/ip does not match certificate(?:'s)? altnames", "i"),
     js_regex(r"hostname mismatch", "i"),
     js_regex(r"host: .+ is not in the cert(?:ificate)?(?:'s)? altnames", "i"),
 )
-_CERTIFICATE_INVALID_PATTERNS = (
+CERTIFICATE_INVALID_PATTERNS = (
     js_regex(r"certificate has expired", "i"),
     js_regex(r"certificate is not yet valid", "i"),
     js_regex(r"self[- ]signed certificate", "i"),
     js_regex(r"unable to get local issuer certificate", "i"),
     js_regex(r"unable to verify the first certificate", "i"),
 )
-
-
-def inspect_tls_certificate_error(
-    code: str | None, message: str | None
-) -> TlsCertificateErrorKind | None:
-    """A deterministic certificate-validation failure, from its code or its message."""
-    normalized = code.strip().upper() if isinstance(code, str) else None
-    if normalized in HOSTNAME_MISMATCH_CODES:
-        return "hostname_mismatch"
-    if normalized in CERTIFICATE_INVALID_CODES:
-        return "certificate_invalid"
-    if not message or not message.strip():
-        return None
-    if any(pattern.search(message) for pattern in _HOSTNAME_MISMATCH_PATTERNS):
-        return "hostname_mismatch"
-    if any(pattern.search(message) for pattern in _CERTIFICATE_INVALID_PATTERNS):
-        return "certificate_invalid"
-    return None
 
 
 # --------------------------------------------------------------------------- structured codes
@@ -1002,22 +612,3 @@ FAILOVER_ERROR_TYPE_REASONS: Mapping[str, FailoverReason] = {
     "upstream_error": FailoverReason.SERVER_ERROR,
     "overloaded_error": FailoverReason.OVERLOADED,
 }
-
-
-def classify_failover_reason_from_code(raw: str | None) -> FailoverReason | None:
-    """OpenClaw's ``classifyFailoverReasonFromCode`` (transient network codes are timeout)."""
-    normalized = raw.strip().upper() if isinstance(raw, str) else ""
-    if not normalized:
-        return None
-    reason = FAILOVER_CODE_REASONS.get(normalized)
-    if reason is not None:
-        return reason
-    if normalized in FAILOVER_TIMEOUT_ERROR_CODES or normalized in TRANSIENT_NETWORK_CODES:
-        return FailoverReason.TIMEOUT
-    return None
-
-
-def classify_core_failover_reason_from_error_type(raw: str | None) -> FailoverReason | None:
-    """OpenClaw's ``classifyCoreFailoverReasonFromErrorType``."""
-    normalized = normalize_optional_lower(raw)
-    return FAILOVER_ERROR_TYPE_REASONS.get(normalized) if normalized else None

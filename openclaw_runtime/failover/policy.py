@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from .classify import failover_reason_from_classification
-from .overflow import is_likely_context_overflow_error, is_provider_request_size_ceiling_error
+from .http_status import failover_reason_from_classification
+from .matchers import is_provider_request_size_ceiling_error
+from .overflow import is_likely_context_overflow_error
 from .reasons import FAILOVER_REASONS, FailoverClassification, FailoverReason
 
 __all__ = [

@@ -12,10 +12,12 @@ where they enter (``openclaw_runtime.redaction``). Bodies of any shape survive: 
 from __future__ import annotations
 
 import errno
+import html as html_module
 import math
 import re
 import socket
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -224,8 +226,6 @@ def describe_body_briefly(body: bytes, content_type: str = "", size: int | None 
 
 
 def _html_text(html: str) -> str:
-    import html as html_module
-
     return " ".join(html_module.unescape(_TAG_RE.sub(" ", html)).split())
 
 
@@ -374,8 +374,6 @@ def _retry_after_ms(
         except (TypeError, ValueError):
             when = None
         if when is not None:
-            import time
-
             current = now_ms if now_ms is not None else time.time() * 1000.0
             return max(0.0, when.timestamp() * 1000.0 - current)
     structured = _structured_retry_ms(payload)

@@ -201,11 +201,11 @@ class HTTPClientPool:
 def _current_loop() -> tuple[object, Any]:
     library = sniffio.current_async_library()
     if library == "asyncio":
-        import asyncio
+        import asyncio  # lazy: only the running event loop's library is loaded
 
         loop: Any = asyncio.get_running_loop()
     else:
-        import trio
+        import trio  # lazy: trio is optional; only a trio run gets here
 
         loop = trio.lowlevel.current_root_task()
     return (library, id(loop)), loop

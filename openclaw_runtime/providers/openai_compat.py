@@ -7,6 +7,9 @@ deltas whose id/type/name repeat on every chunk (set, never concatenated) while 
 arrive in pieces, ``{"error": ...}`` objects inside a 200 stream, and error bodies of any
 shape. Every failure ends the stream as an error message with the facts to classify it.
 
+The request body is built in ``openai_request``; one response's events are folded by
+``openai_stream.ChatCompletionStreamState``; this module does the HTTP and the stream's end.
+
 Hot path: one network read may hold many events; each event costs one ``orjson.loads`` of
 bytes, a dict walk and one appended delta — no per-chunk objects beyond the event itself.
 """
@@ -21,19 +24,8 @@ import httpx
 import orjson
 
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
-from ..llm import Context, Model, StreamOptions, Tool
-from ..messages import (
-    AssistantMessage,
-    Cost,
-    ImageContent,
-    TextContent,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
+from ..llm import Context, Model, StreamOptions
 from ..redaction import register_header_secrets
-from .builder import MessageBuilder
 from .empty_stream import (
     DIAGNOSTIC_NOTE,
     EmptyStreamKind,
@@ -47,7 +39,6 @@ from .errors import (
     body_has_content,
     failure_from_exception,
     failure_from_http,
-    failure_from_payload,
     failure_from_unexpected_body,
 )
 from .http import (
@@ -60,18 +51,14 @@ from .http import (
     stream_chunks,
 )
 from .keys import is_local_base_url, resolve_env_api_key
+from .openai_request import build_request_body, max_tokens_field
+from .openai_stream import ChatCompletionStreamState
 from .sse import SSEDecoder
 
 __all__ = [
     "DEFAULT_BASE_URLS",
     "OPENAI_COMPLETIONS_API",
     "OpenAICompatProvider",
-    "build_request_body",
-    "convert_messages",
-    "convert_tools",
-    "map_finish_reason",
-    "max_tokens_field",
-    "parse_usage",
 ]
 
 OPENAI_COMPLETIONS_API = "openai-completions"
@@ -88,334 +75,10 @@ DEFAULT_BASE_URLS = {
     "llamacpp": "http://127.0.0.1:8080/v1",
 }
 _ABORTED = "Request was aborted"
-_NO_FINISH = "Stream ended without finish_reason"
-_EMPTY = EMPTY_STREAM_ERROR
 _MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
-_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 #: Bytes of a body without any event kept to say what it was (or read as a plain completion);
 #: a body that is not ``text/event-stream`` is not read past this without an event.
 _SNIFF_LIMIT = 1 << 20
-
-
-# --------------------------------------------------------------------------- request
-
-
-def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
-    """Tools in Chat Completions' ``{"type": "function", "function": {...}}`` shape."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": dict(tool.parameters),
-            },
-        }
-        for tool in tools
-    ]
-
-
-def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
-    """Transcript messages as Chat Completions messages.
-
-    Failed or aborted assistant turns are not replayed (they are incomplete); thinking is not
-    sent back; images go where the model accepts them and become a note where it does not.
-    """
-    images_ok = "image" in model.input
-    system_role = (model.compat or {}).get("system_role", "system")
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        out.append({"role": system_role, "content": context.system_prompt})
-    for message in context.messages:
-        if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": _user_content(message.content, images_ok)})
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            converted = _assistant(message)
-            if converted is not None:
-                out.append(converted)
-        elif isinstance(message, ToolResultMessage):
-            text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-            images = [b for b in message.content if isinstance(b, ImageContent)]
-            if images and not text:
-                text = "(see attached image)" if images_ok else "(image omitted)"
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
-            if images and images_ok:
-                parts: list[dict[str, Any]] = [
-                    {"type": "text", "text": f"Images returned by tool {message.tool_name}:"}
-                ]
-                parts.extend(_image_part(i) for i in images)
-                out.append({"role": "user", "content": parts})
-    return out
-
-
-def _user_content(content: str | list[Any], images_ok: bool) -> str | list[dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    if not any(isinstance(b, ImageContent) for b in content):
-        return "\n".join(b.text for b in content if isinstance(b, TextContent))
-    parts: list[dict[str, Any]] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageContent):
-            parts.append(
-                _image_part(block) if images_ok else {"type": "text", "text": "(image omitted)"}
-            )
-    return parts
-
-
-def _image_part(image: ImageContent) -> dict[str, Any]:
-    return {
-        "type": "image_url",
-        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
-    }
-
-
-def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
-    text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-    calls = [
-        {
-            "id": b.id,
-            "type": "function",
-            "function": {"name": b.name, "arguments": orjson.dumps(b.arguments).decode()},
-        }
-        for b in message.content
-        if isinstance(b, ToolCall)
-    ]
-    if not text and not calls:
-        return None
-    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if calls:
-        converted["tool_calls"] = calls
-    return converted
-
-
-def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The JSON body of one streaming request."""
-    compat = model.compat or {}
-    body: dict[str, Any] = {
-        "model": model.id,
-        "messages": convert_messages(model, context),
-        "stream": True,
-    }
-    if compat.get("supports_usage_in_streaming", True):
-        body["stream_options"] = {"include_usage": True}
-    if context.tools:
-        body["tools"] = convert_tools(context.tools)
-    elif any(isinstance(m, ToolResultMessage) for m in context.messages):
-        body["tools"] = []  # proxies to Anthropic insist on tools when history has tool calls
-    if options.max_tokens:
-        field = max_tokens_field(model)
-        body[field] = (
-            min(options.max_tokens, model.max_tokens) if model.max_tokens else options.max_tokens
-        )
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    if options.stop:
-        body["stop"] = list(options.stop)
-    if options.reasoning and model.reasoning:
-        effort = "xhigh" if options.reasoning == "max" else options.reasoning
-        if compat.get("reasoning_format") == "openrouter":
-            body["reasoning"] = {"effort": effort}
-        else:
-            body["reasoning_effort"] = effort
-    extra = options.extra.get("body")
-    if isinstance(extra, Mapping):
-        body.update(extra)
-    return body
-
-
-def max_tokens_field(model: Model) -> str:
-    """The body field of the output cap: ``max_completion_tokens`` at OpenAI, ``max_tokens``
-    elsewhere, or what ``compat.max_tokens_field`` says."""
-    field = (model.compat or {}).get("max_tokens_field")
-    if isinstance(field, str) and field:
-        return field
-    return "max_completion_tokens" if "api.openai.com" in model.base_url else "max_tokens"
-
-
-# --------------------------------------------------------------------------- response
-
-
-def map_finish_reason(reason: str) -> tuple[str, str | None]:
-    """``finish_reason`` → (stop reason, error text or None)."""
-    if reason == "stop":
-        return "stop", None
-    if reason == "length":
-        return "length", None
-    if reason in ("tool_calls", "function_call"):
-        return "toolUse", None
-    return "error", f"Provider finish_reason: {reason}"
-
-
-def parse_usage(raw: Mapping[str, Any], model: Model) -> Usage:
-    """OpenAI usage (prompt tokens include cached ones) → our usage, priced by the model."""
-    prompt = int(raw.get("prompt_tokens") or 0)
-    output = int(raw.get("completion_tokens") or 0)
-    details = raw.get("prompt_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0) if isinstance(details, Mapping) else 0
-    cache_write = int(details.get("cache_write_tokens") or 0) if isinstance(details, Mapping) else 0
-    fresh = max(0, prompt - cached - cache_write)
-    price = model.cost
-    cost = Cost(
-        input=fresh * price.input / 1e6,
-        output=output * price.output / 1e6,
-        cache_read=cached * price.cache_read / 1e6,
-        cache_write=cache_write * price.cache_write / 1e6,
-    )
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
-    total = int(raw.get("total_tokens") or (prompt + output))
-    return Usage(
-        input=fresh,
-        output=output,
-        cache_read=cached,
-        cache_write=cache_write,
-        total_tokens=total,
-        cost=cost,
-    )
-
-
-class _StreamState:
-    """What one response has said so far."""
-
-    __slots__ = (
-        "builder",
-        "events_seen",
-        "failure",
-        "finish_reason",
-        "last_tool_key",
-        "model",
-        "usage",
-    )
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.builder = MessageBuilder(model)
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.failure: ProviderFailure | None = None
-        self.events_seen = 0
-        self.last_tool_key: object | None = None
-
-    def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
-        """Apply one decoded ``chat.completion.chunk``."""
-        self.events_seen += 1
-        if type(chunk) is not dict:
-            return
-        # hot path: a plain content delta, nothing else in the chunk
-        choices = chunk.get("choices")
-        if choices and "usage" not in chunk and "error" not in chunk:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if (
-                delta
-                and choice.get("finish_reason") is None
-                and "usage" not in choice
-                and "tool_calls" not in delta
-                and type(delta.get("content")) is str
-                and "reasoning_content" not in delta
-                and "reasoning" not in delta
-                and "reasoning_text" not in delta
-                and not delta.get("refusal")
-                and self.builder.message.response_id is not None
-            ):
-                self.builder.text(delta["content"], out)
-                return
-        self._chunk(chunk, out)
-
-    def _chunk(self, chunk: dict[str, Any], out: list[AssistantMessageEvent]) -> None:
-        error = chunk.get("error")
-        if error:
-            status = error.get("code") if isinstance(error, dict) else None
-            self.failure = failure_from_payload(
-                chunk, status=status if isinstance(status, int) and 400 <= status < 600 else None
-            )
-            return
-        builder = self.builder
-        message = builder.message
-        if message.response_id is None and chunk.get("id"):
-            message.response_id = chunk["id"]
-        usage = chunk.get("usage")
-        choices = chunk.get("choices")
-        if not choices:
-            if usage:
-                self.usage = parse_usage(usage, self.model)
-            return
-        choice = choices[0]
-        if usage or choice.get("usage"):
-            self.usage = parse_usage(usage or choice["usage"], self.model)
-        delta = choice.get("delta") or choice.get("message")
-        if delta:
-            for field in _REASONING_FIELDS:
-                reasoning = delta.get(field)
-                if isinstance(reasoning, str) and reasoning:
-                    builder.thinking(reasoning, out, signature=field)
-                    break
-            content = delta.get("content")
-            if content:
-                if isinstance(content, str):
-                    builder.text(content, out)
-                elif isinstance(content, list):
-                    for part in content:
-                        if isinstance(part, dict) and isinstance(part.get("text"), str):
-                            builder.text(part["text"], out)
-            refusal = delta.get("refusal")
-            if isinstance(refusal, str) and refusal:
-                builder.text(refusal, out)
-            tool_calls = delta.get("tool_calls")
-            if tool_calls:
-                for call in tool_calls:
-                    self._tool_call(call, out)
-        finish = choice.get("finish_reason")
-        if finish:
-            self.finish_reason = finish
-
-    def _tool_call(self, call: Any, out: list[AssistantMessageEvent]) -> None:
-        if not isinstance(call, dict):
-            return
-        builder = self.builder
-        index = call.get("index")
-        call_id = call.get("id") or ""
-        function = call.get("function") or {}
-        name = function.get("name") or ""
-        if isinstance(index, int):
-            key: object = ("index", index)
-        elif call_id:
-            key = ("id", call_id)
-        elif self.last_tool_key is not None:
-            key = self.last_tool_key
-        else:
-            key = ("index", 0)
-        if not builder.has_tool_call(key) and call_id:
-            # an id-keyed continuation of a call first seen by index (or vice versa)
-            key = builder.key_for_tool_call_id(call_id) or key
-        if builder.has_tool_call(key):
-            builder.tool_call_meta(key, call_id, name)
-        else:
-            builder.tool_call_start(key, call_id, name, out)
-        self.last_tool_key = key
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            builder.tool_call_args(key, arguments, out)
-        elif isinstance(arguments, dict):
-            builder.tool_call_arguments(key, arguments)
-
-    def end(self, out: list[AssistantMessageEvent]) -> None:
-        """The body ended: finish, or fail with the reason it could not finish."""
-        builder = self.builder
-        if self.failure is not None:
-            builder.fail(self.failure, out)
-            return
-        if self.finish_reason is None:
-            builder.fail(ProviderFailure(_EMPTY if self.events_seen == 0 else _NO_FINISH), out)
-            return
-        stop_reason, error = map_finish_reason(self.finish_reason)
-        if error is not None:
-            builder.fail(ProviderFailure(error), out)
-            return
-        builder.finish(stop_reason, out, usage=self.usage)  # type: ignore[arg-type]
 
 
 class OpenAICompatProvider:
@@ -468,7 +131,7 @@ class OpenAICompatProvider:
     async def _events(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        state = _StreamState(model)
+        state = ChatCompletionStreamState(model)
         builder = state.builder
         signal = options.signal
         timeouts = Timeouts.from_options(options, self.timeouts)
@@ -598,7 +261,7 @@ class OpenAICompatProvider:
         finally:
             await request.__aexit__(None, None, None)
         if empty_kind is not None:
-            pending = cut_failure or ProviderFailure(_EMPTY)
+            pending = cut_failure or ProviderFailure(EMPTY_STREAM_ERROR)
             if should_diagnose_empty_stream(
                 empty_kind,
                 estimated_prompt_tokens=estimate_payload_tokens(payload),
@@ -615,7 +278,7 @@ class OpenAICompatProvider:
 
     def _read_unexpected_body(
         self,
-        state: _StreamState,
+        state: ChatCompletionStreamState,
         content_type: str,
         url: str,
         body: bytes,

@@ -11,7 +11,7 @@ import pytest
 
 from ...auth.profiles import AuthProfile, CredentialRef
 from ...auth.state import AuthProfileStoreState, ProfileUsageStats
-from ...auth.store import AuthProfileStoreError, mark_auth_profile_failure
+from ...auth.operations import AuthProfileStoreError, mark_auth_profile_failure
 from ...backends import (
     AuthStore,
 )

@@ -19,7 +19,7 @@ from openclaw_runtime.failover import (
     ProviderFailoverContext,
     ProviderFailoverOwner,
 )
-from openclaw_runtime.failover.patterns import js_regex, normalize_lower
+from openclaw_runtime.failover.text import js_regex, normalize_lower
 
 __all__ = [
     "ANTHROPIC_FAILOVER_OWNER",

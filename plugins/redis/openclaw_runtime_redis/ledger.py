@@ -21,16 +21,12 @@ from typing import Any, Final
 
 import orjson
 
+from openclaw_runtime.auth.json_file import document_with_state, state_from_document
+from openclaw_runtime.auth.operations import AuthProfileStoreError
 from openclaw_runtime.auth.profiles import AuthProfile
 from openclaw_runtime.auth.state import AuthProfileStoreState
-from openclaw_runtime.auth.store import (
-    AuthProfileStoreBase,
-    AuthProfileStoreError,
-    UpdateFn,
-    document_with_state,
-    merge_configured_profiles,
-    state_from_document,
-)
+from openclaw_runtime.auth.store import AuthProfileStoreBase, merge_configured_profiles
+from openclaw_runtime.backends.auth import UpdateFn
 from openclaw_runtime.redaction import package_logger
 
 from ._atomic import cas_update

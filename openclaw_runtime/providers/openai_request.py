@@ -1,0 +1,170 @@
+"""The Chat Completions request body (``POST {base_url}/chat/completions``).
+
+``build_request_body`` turns a model, a context and the stream options into OpenAI's wire
+shape: ``convert_messages`` (system prompt, user text and images, assistant text and tool
+calls, tool results), ``convert_tools`` (function tools), and the output-token field each
+endpoint accepts (``max_tokens_field``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..llm import Context, Model, StreamOptions, Tool
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "build_request_body",
+    "convert_messages",
+    "convert_tools",
+    "max_tokens_field",
+]
+
+
+# --------------------------------------------------------------------------- request
+
+
+def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    """Tools in Chat Completions' ``{"type": "function", "function": {...}}`` shape."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": dict(tool.parameters),
+            },
+        }
+        for tool in tools
+    ]
+
+
+def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
+    """Transcript messages as Chat Completions messages.
+
+    Failed or aborted assistant turns are not replayed (they are incomplete); thinking is not
+    sent back; images go where the model accepts them and become a note where it does not.
+    """
+    images_ok = "image" in model.input
+    system_role = (model.compat or {}).get("system_role", "system")
+    out: list[dict[str, Any]] = []
+    if context.system_prompt:
+        out.append({"role": system_role, "content": context.system_prompt})
+    for message in context.messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": _user_content(message.content, images_ok)})
+        elif isinstance(message, AssistantMessage):
+            if message.stop_reason in ("error", "aborted"):
+                continue
+            converted = _assistant(message)
+            if converted is not None:
+                out.append(converted)
+        elif isinstance(message, ToolResultMessage):
+            text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+            images = [b for b in message.content if isinstance(b, ImageContent)]
+            if images and not text:
+                text = "(see attached image)" if images_ok else "(image omitted)"
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+            if images and images_ok:
+                parts: list[dict[str, Any]] = [
+                    {"type": "text", "text": f"Images returned by tool {message.tool_name}:"}
+                ]
+                parts.extend(_image_part(i) for i in images)
+                out.append({"role": "user", "content": parts})
+    return out
+
+
+def _user_content(content: str | list[Any], images_ok: bool) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if not any(isinstance(b, ImageContent) for b in content):
+        return "\n".join(b.text for b in content if isinstance(b, TextContent))
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append(
+                _image_part(block) if images_ok else {"type": "text", "text": "(image omitted)"}
+            )
+    return parts
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
+    }
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+    calls = [
+        {
+            "id": b.id,
+            "type": "function",
+            "function": {"name": b.name, "arguments": orjson.dumps(b.arguments).decode()},
+        }
+        for b in message.content
+        if isinstance(b, ToolCall)
+    ]
+    if not text and not calls:
+        return None
+    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        converted["tool_calls"] = calls
+    return converted
+
+
+def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The JSON body of one streaming request."""
+    compat = model.compat or {}
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(model, context),
+        "stream": True,
+    }
+    if compat.get("supports_usage_in_streaming", True):
+        body["stream_options"] = {"include_usage": True}
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+    elif any(isinstance(m, ToolResultMessage) for m in context.messages):
+        body["tools"] = []  # proxies to Anthropic insist on tools when history has tool calls
+    if options.max_tokens:
+        field = max_tokens_field(model)
+        body[field] = (
+            min(options.max_tokens, model.max_tokens) if model.max_tokens else options.max_tokens
+        )
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.stop:
+        body["stop"] = list(options.stop)
+    if options.reasoning and model.reasoning:
+        effort = "xhigh" if options.reasoning == "max" else options.reasoning
+        if compat.get("reasoning_format") == "openrouter":
+            body["reasoning"] = {"effort": effort}
+        else:
+            body["reasoning_effort"] = effort
+    extra = options.extra.get("body")
+    if isinstance(extra, Mapping):
+        body.update(extra)
+    return body
+
+
+def max_tokens_field(model: Model) -> str:
+    """The body field of the output cap: ``max_completion_tokens`` at OpenAI, ``max_tokens``
+    elsewhere, or what ``compat.max_tokens_field`` says."""
+    field = (model.compat or {}).get("max_tokens_field")
+    if isinstance(field, str) and field:
+        return field
+    return "max_completion_tokens" if "api.openai.com" in model.base_url else "max_tokens"

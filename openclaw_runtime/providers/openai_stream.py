@@ -1,0 +1,212 @@
+"""Reading a Chat Completions stream: one response's state, event by event.
+
+``ChatCompletionStreamState`` folds the decoded server-sent events of one response into
+assistant-message events (text, reasoning as thinking, tool-call deltas whose id/type/name
+repeat on every chunk while arguments arrive in pieces, ``{"error": ...}`` objects inside a
+200 stream, usage chunks) and ends the message with the reason it could or could not finish;
+``map_finish_reason`` and ``parse_usage`` map OpenAI's fields to ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..events import AssistantMessageEvent
+from ..llm import Model
+from ..messages import Cost, Usage
+from .builder import MessageBuilder
+from .errors import EMPTY_STREAM_ERROR, ProviderFailure, failure_from_payload
+
+__all__ = [
+    "ChatCompletionStreamState",
+    "map_finish_reason",
+    "parse_usage",
+]
+
+_NO_FINISH = "Stream ended without finish_reason"
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+# --------------------------------------------------------------------------- response
+
+
+def map_finish_reason(reason: str) -> tuple[str, str | None]:
+    """``finish_reason`` → (stop reason, error text or None)."""
+    if reason == "stop":
+        return "stop", None
+    if reason == "length":
+        return "length", None
+    if reason in ("tool_calls", "function_call"):
+        return "toolUse", None
+    return "error", f"Provider finish_reason: {reason}"
+
+
+def parse_usage(raw: Mapping[str, Any], model: Model) -> Usage:
+    """OpenAI usage (prompt tokens include cached ones) → our usage, priced by the model."""
+    prompt = int(raw.get("prompt_tokens") or 0)
+    output = int(raw.get("completion_tokens") or 0)
+    details = raw.get("prompt_tokens_details") or {}
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, Mapping) else 0
+    cache_write = int(details.get("cache_write_tokens") or 0) if isinstance(details, Mapping) else 0
+    fresh = max(0, prompt - cached - cache_write)
+    price = model.cost
+    cost = Cost(
+        input=fresh * price.input / 1e6,
+        output=output * price.output / 1e6,
+        cache_read=cached * price.cache_read / 1e6,
+        cache_write=cache_write * price.cache_write / 1e6,
+    )
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    total = int(raw.get("total_tokens") or (prompt + output))
+    return Usage(
+        input=fresh,
+        output=output,
+        cache_read=cached,
+        cache_write=cache_write,
+        total_tokens=total,
+        cost=cost,
+    )
+
+
+class ChatCompletionStreamState:
+    """What one response has said so far."""
+
+    __slots__ = (
+        "builder",
+        "events_seen",
+        "failure",
+        "finish_reason",
+        "last_tool_key",
+        "model",
+        "usage",
+    )
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.builder = MessageBuilder(model)
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.failure: ProviderFailure | None = None
+        self.events_seen = 0
+        self.last_tool_key: object | None = None
+
+    def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
+        """Apply one decoded ``chat.completion.chunk``."""
+        self.events_seen += 1
+        if type(chunk) is not dict:
+            return
+        # hot path: a plain content delta, nothing else in the chunk
+        choices = chunk.get("choices")
+        if choices and "usage" not in chunk and "error" not in chunk:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if (
+                delta
+                and choice.get("finish_reason") is None
+                and "usage" not in choice
+                and "tool_calls" not in delta
+                and type(delta.get("content")) is str
+                and "reasoning_content" not in delta
+                and "reasoning" not in delta
+                and "reasoning_text" not in delta
+                and not delta.get("refusal")
+                and self.builder.message.response_id is not None
+            ):
+                self.builder.text(delta["content"], out)
+                return
+        self._chunk(chunk, out)
+
+    def _chunk(self, chunk: dict[str, Any], out: list[AssistantMessageEvent]) -> None:
+        error = chunk.get("error")
+        if error:
+            status = error.get("code") if isinstance(error, dict) else None
+            self.failure = failure_from_payload(
+                chunk, status=status if isinstance(status, int) and 400 <= status < 600 else None
+            )
+            return
+        builder = self.builder
+        message = builder.message
+        if message.response_id is None and chunk.get("id"):
+            message.response_id = chunk["id"]
+        usage = chunk.get("usage")
+        choices = chunk.get("choices")
+        if not choices:
+            if usage:
+                self.usage = parse_usage(usage, self.model)
+            return
+        choice = choices[0]
+        if usage or choice.get("usage"):
+            self.usage = parse_usage(usage or choice["usage"], self.model)
+        delta = choice.get("delta") or choice.get("message")
+        if delta:
+            for field in _REASONING_FIELDS:
+                reasoning = delta.get(field)
+                if isinstance(reasoning, str) and reasoning:
+                    builder.thinking(reasoning, out, signature=field)
+                    break
+            content = delta.get("content")
+            if content:
+                if isinstance(content, str):
+                    builder.text(content, out)
+                elif isinstance(content, list):
+                    for part in content:
+                        if isinstance(part, dict) and isinstance(part.get("text"), str):
+                            builder.text(part["text"], out)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                builder.text(refusal, out)
+            tool_calls = delta.get("tool_calls")
+            if tool_calls:
+                for call in tool_calls:
+                    self._tool_call(call, out)
+        finish = choice.get("finish_reason")
+        if finish:
+            self.finish_reason = finish
+
+    def _tool_call(self, call: Any, out: list[AssistantMessageEvent]) -> None:
+        if not isinstance(call, dict):
+            return
+        builder = self.builder
+        index = call.get("index")
+        call_id = call.get("id") or ""
+        function = call.get("function") or {}
+        name = function.get("name") or ""
+        if isinstance(index, int):
+            key: object = ("index", index)
+        elif call_id:
+            key = ("id", call_id)
+        elif self.last_tool_key is not None:
+            key = self.last_tool_key
+        else:
+            key = ("index", 0)
+        if not builder.has_tool_call(key) and call_id:
+            # an id-keyed continuation of a call first seen by index (or vice versa)
+            key = builder.key_for_tool_call_id(call_id) or key
+        if builder.has_tool_call(key):
+            builder.tool_call_meta(key, call_id, name)
+        else:
+            builder.tool_call_start(key, call_id, name, out)
+        self.last_tool_key = key
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            builder.tool_call_args(key, arguments, out)
+        elif isinstance(arguments, dict):
+            builder.tool_call_arguments(key, arguments)
+
+    def end(self, out: list[AssistantMessageEvent]) -> None:
+        """The body ended: finish, or fail with the reason it could not finish."""
+        builder = self.builder
+        if self.failure is not None:
+            builder.fail(self.failure, out)
+            return
+        if self.finish_reason is None:
+            builder.fail(
+                ProviderFailure(EMPTY_STREAM_ERROR if self.events_seen == 0 else _NO_FINISH), out
+            )
+            return
+        stop_reason, error = map_finish_reason(self.finish_reason)
+        if error is not None:
+            builder.fail(ProviderFailure(error), out)
+            return
+        builder.finish(stop_reason, out, usage=self.usage)  # type: ignore[arg-type]
