@@ -9,9 +9,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from ...auth.operations import AuthProfileStoreError, mark_auth_profile_failure
 from ...auth.profiles import AuthProfile, CredentialRef
 from ...auth.state import AuthProfileStoreState, ProfileUsageStats
-from ...auth.operations import AuthProfileStoreError, mark_auth_profile_failure
 from ...backends import (
     AuthStore,
 )
