@@ -57,6 +57,7 @@ from .patterns import (
     normalize_optional_lower,
 )
 from .reasons import FAILOVER_REASONS, FailoverClassification, FailoverReason, FailoverSignal
+from .token_plan import is_token_plan_quota_429_message
 
 __all__ = [
     "MESSAGE_RULES",
@@ -454,6 +455,8 @@ def classify_failover_classification_from_http_status(
             return message_classification
         return _reason(classify_402_message(message))
     if status == 429:
+        if message and is_token_plan_quota_429_message(message, provider):
+            return _reason(FailoverReason.RATE_LIMIT)
         if message_reason == FailoverReason.BILLING and not (
             _is_ambiguous_generic_429_balance_message(message or "")
         ):
