@@ -17,6 +17,7 @@ import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._exceptions import (
@@ -49,6 +50,7 @@ from .containment import (
 )
 from .containment.proxy import GuardedBackend, backend_error
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
+from .context.selection import plugin_owner_enabled
 from .events import Event
 from .failover.events import redact_secret_text
 from .failover.reasons import FailoverClassification, FailoverSignal
@@ -481,6 +483,11 @@ class Runtime:
                     config=self.config, state_dir=str(self.config.state_dir)
                 ),
                 on_quarantine=self._engine_quarantined,
+                owner_enabled=partial(
+                    plugin_owner_enabled,
+                    records=self.plugin_manager.records,
+                    policy=self.plugin_policy,
+                ),
             )
         return self._context_slot
 
