@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._backend_selection import build_backend, check_backend_names
@@ -26,6 +27,7 @@ from .agent import Agent, AgentTool
 from .config import PluginSettings, RuntimeConfig
 from .containment import BreakerPolicy, FaultRecord, PluginGuard, component_unit
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
+from .context.selection import plugin_owner_enabled
 from .events import Event
 from .failover.events import redact_secret_text
 from .llm import Model, StreamFn
@@ -149,6 +151,11 @@ class Runtime:
                     config=self.config, state_dir=str(self.config.state_dir)
                 ),
                 on_quarantine=self._engine_quarantined,
+                owner_enabled=partial(
+                    plugin_owner_enabled,
+                    records=self.plugin_manager.records,
+                    policy=self.plugin_policy,
+                ),
             )
         return self._context_slot
 

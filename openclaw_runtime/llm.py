@@ -59,6 +59,8 @@ class Model(WireModel):
     max_tokens: int = 8_192
     headers: dict[str, str] | None = None
     compat: dict[str, Any] | None = None
+    #: Provider spelling of each thinking level; ``None`` marks a level the model lacks.
+    thinking_level_map: dict[str, str | None] | None = None
 
     @model_validator(mode="after")
     def _default_name(self) -> Model:

@@ -354,9 +354,13 @@ class Agent:
                 await self._close_lifecycle(AbortError("Agent run cancelled"), aborted=True)
             raise
         except Exception as exc:
-            # the kernel closes its own lifecycle; reaching here means it could not
-            await self._close_lifecycle(exc, aborted=signal.aborted)
-            raise
+            # the kernel rejected (OpenClaw's handleRunFailure): close the lifecycle with one
+            # failure message, which is the run's result; a broken precondition still raises
+            failure = await self._close_lifecycle(exc, aborted=signal.aborted)
+            if isinstance(exc, TranscriptError) or failure is None:
+                raise
+            self.state.error_message = failure.error_message
+            new_messages = [failure]
         finally:
             self.state.is_streaming = False
             self.state.streaming_message = None
@@ -365,11 +369,14 @@ class Agent:
             active.idle.set()
         return new_messages
 
-    async def _close_lifecycle(self, error: BaseException, *, aborted: bool) -> None:
-        """The loop itself failed or was cancelled: close whatever lifecycle is still open."""
+    async def _close_lifecycle(
+        self, error: BaseException, *, aborted: bool
+    ) -> AssistantMessage | None:
+        """The loop itself failed or was cancelled: close whatever lifecycle is still open;
+        returns the failure message (None when the lifecycle was already closed)."""
         active = self._active
         if active is None or active.ended:
-            return
+            return None
         partial = self.state.streaming_message
         if isinstance(partial, AssistantMessage):
             failure = partial.model_copy(
@@ -388,6 +395,7 @@ class Agent:
         await self._process_event(MessageEnd(failure))
         await self._process_event(TurnEnd(failure, []))
         await self._process_event(AgentEnd([failure]))
+        return failure
 
     async def _process_event(self, event: AgentEvent) -> None:
         state, active = self.state, self._active

@@ -8,8 +8,14 @@ Guarantees the rest of the runtime builds on:
 
 * the abort signal is checked at every boundary and an abort is persisted as an assistant
   message with ``stop_reason="aborted"`` (plus hidden interruption guidance);
-* whatever raises (a broken ``stream_fn``, a callback, a listener), the event lifecycle is
-  closed: ``message_start → message_end → turn_end → agent_end``, never a hung stream;
+* a stream that fails after streaming something keeps it: the partial message ends with
+  ``stop_reason="error"`` and the run ends normally;
+* anything else that raises (a ``stream_fn`` that throws, a stream that fails before its first
+  event, a callback, a listener) rejects the run, as OpenClaw's ``runAgentLoop`` does: the
+  caller (``Agent``) closes the lifecycle with one failure message. With
+  ``on_failure="close"`` the loop closes it itself: ``message_start → message_end → turn_end
+  → agent_end``, never a hung stream; a prompt run that fails before any answer then reports
+  only the failure message (the prompt was already committed by its own events);
 * tool calls run only when ``stop_reason == "toolUse"``; otherwise they are stripped.
 """
 
@@ -18,7 +24,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from .._exceptions import StreamError, TranscriptError, TranscriptNotContinuableError
 from ..abort import AbortSignal
@@ -37,6 +43,7 @@ from ..events import (
 )
 from ..llm import Context, StreamFn
 from ..messages import AssistantMessage, ToolCall
+from .deltas import apply_stream_delta
 from .interruption import (
     abort_reason,
     create_failure_message,
@@ -55,12 +62,18 @@ from .types import (
 )
 
 __all__ = [
+    "FailureMode",
     "agent_loop",
     "agent_loop_continue",
     "remove_non_executable_tool_calls",
     "run_agent_loop",
     "run_agent_loop_continue",
 ]
+
+
+#: ``"reject"``: a failure with nothing streamed propagates (OpenClaw); ``"close"``: the loop
+#: turns it into a failure message and closes the lifecycle itself (the runner's mode).
+FailureMode: TypeAlias = Literal["reject", "close"]
 
 
 def remove_non_executable_tool_calls(message: AssistantMessage) -> AssistantMessage:
@@ -81,6 +94,7 @@ async def run_agent_loop(
     *,
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
+    on_failure: FailureMode = "reject",
 ) -> list[Any]:
     """Run a loop started by ``prompts``; events go to ``emit``; returns the new messages."""
     run = _LoopRun(
@@ -90,6 +104,7 @@ async def run_agent_loop(
         emit,
         stream_fn,
         signal,
+        on_failure,
     )
     await run.start(prompts)
     return run.new_messages
@@ -102,6 +117,7 @@ async def run_agent_loop_continue(
     *,
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
+    on_failure: FailureMode = "reject",
 ) -> list[Any]:
     """Continue from ``context`` without a new prompt (retries); returns the new messages.
 
@@ -115,6 +131,7 @@ async def run_agent_loop_continue(
         emit,
         stream_fn,
         signal,
+        on_failure,
     )
     await run.start(())
     return run.new_messages
@@ -128,6 +145,7 @@ async def agent_loop(
     *,
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
+    on_failure: FailureMode = "reject",
 ) -> AsyncIterator[AgentEventStream]:
     """Run the loop in the background and yield its live ``AgentEventStream``.
 
@@ -138,7 +156,13 @@ async def agent_loop(
 
     async def produce() -> list[Any]:
         return await run_agent_loop(
-            prompts, context, config, _pusher(stream), stream_fn=stream_fn, signal=signal
+            prompts,
+            context,
+            config,
+            _pusher(stream),
+            stream_fn=stream_fn,
+            signal=signal,
+            on_failure=on_failure,
         )
 
     async with background_stream(stream, produce):
@@ -152,6 +176,7 @@ async def agent_loop_continue(
     *,
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
+    on_failure: FailureMode = "reject",
 ) -> AsyncIterator[AgentEventStream]:
     """``run_agent_loop_continue`` in the background; preconditions are checked up front."""
     _check_continuable(context)
@@ -159,11 +184,28 @@ async def agent_loop_continue(
 
     async def produce() -> list[Any]:
         return await run_agent_loop_continue(
-            context, config, _pusher(stream), stream_fn=stream_fn, signal=signal
+            context,
+            config,
+            _pusher(stream),
+            stream_fn=stream_fn,
+            signal=signal,
+            on_failure=on_failure,
         )
 
     async with background_stream(stream, produce):
         yield stream
+
+
+def _has_streamed_content(message: AssistantMessage) -> bool:
+    """Whether a partial message holds anything worth keeping (text, thinking, a tool call)."""
+    for block in message.content:
+        if (
+            isinstance(block, ToolCall)
+            or getattr(block, "text", None)
+            or getattr(block, "thinking", None)
+        ):
+            return True
+    return False
 
 
 def _pusher(stream: AgentEventStream) -> EmitFn:
@@ -192,9 +234,12 @@ class _LoopRun:
         emit: EmitFn,
         stream_fn: StreamFn,
         signal: AbortSignal | None,
+        on_failure: FailureMode = "reject",
     ) -> None:
         self.context = context
         self.new_messages = new_messages
+        self.on_failure = on_failure
+        self._prompt_count = len(new_messages)
         self.config = config
         self._emit = emit
         self.stream_fn = stream_fn
@@ -225,7 +270,7 @@ class _LoopRun:
                 await self.emit(MessageEnd(prompt))
             await self.run()
         except Exception as exc:
-            if self.ended:
+            if self.ended or (self.on_failure == "reject" and not self.aborted):
                 raise
             await self.close_after_failure(exc)
 
@@ -341,14 +386,16 @@ class _LoopRun:
                     break
                 elif partial is not None:
                     current = getattr(event, "partial", None)
+                    if current is None:  # a bare delta: apply it to the live message
+                        current = apply_stream_delta(partial, event)
                     if current is not None and current is not partial:
                         self._replace_in_context(partial, current)
                         partial = self.open_partial = current
                     await self.emit(MessageUpdate(partial, event))
             final = await response.result()
         except Exception as exc:
-            if partial is None:
-                raise
+            if partial is None or not _has_streamed_content(partial):
+                raise  # nothing to keep: the run rejects (or closes, in "close" mode)
             # keep what was streamed; record why it stopped
             final = partial.model_copy(
                 update={
@@ -416,6 +463,8 @@ class _LoopRun:
             self._replace_in_context(partial, failure)
         else:
             failure = create_failure_message(self.config.model, error, aborted=aborted)
+            if len(self.new_messages) == self._prompt_count:
+                self.new_messages = []  # nothing answered yet: the run's result is the failure
         self.new_messages.append(failure)
         if not self.turn_open:
             await self.emit(TurnStart())

@@ -18,6 +18,7 @@ from ..events import AgentEvent
 from ..llm import Model, StreamOptions, ThinkingLevel
 from ..messages import AssistantMessage, ContentBlock, ToolCall, ToolResultMessage
 from .interruption import convert_agent_message_to_llm
+from .thinking_levels import clamp_thinking_level
 from .tools import AgentTool, AgentToolResult, ToolExecutionMode
 
 __all__ = [
@@ -188,7 +189,9 @@ class AgentLoopConfig:
 
 
 def resolve_reasoning(model: Model, level: ThinkingLevel | None) -> ThinkingLevel | None:
-    """The reasoning option to request: the level, unless off or unsupported by the model."""
+    """The reasoning option to request: the level clamped to what ``model`` supports (its
+    ``thinking_level_map``), or None when off or unsupported by the model."""
     if level is None or level == "off" or not model.reasoning:
         return None
-    return level
+    clamped = clamp_thinking_level(model, level)
+    return None if clamped == "off" else clamped

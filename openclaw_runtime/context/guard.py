@@ -35,6 +35,7 @@ from .limits import (
     resolve_tool_result_context_max_chars,
 )
 from .preemptive import PreemptiveCompactionDecision, should_preemptively_compact_before_prompt
+from .projection import ToolResultProjectionState
 from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
 from .truncation import (
     format_context_limit_truncation_notice,
@@ -320,8 +321,11 @@ class ToolResultContextGuard:
         mid_turn_precheck: MidTurnPrecheckOptions | None = None,
         estimator: TokenEstimator | None = None,
         inner: TransformContext | None = None,
+        projection_state: ToolResultProjectionState | None = None,
     ) -> None:
         self.context_window_tokens = max(1, math.floor(context_window_tokens))
+        #: How each heavy tool result was projected, so later requests resend the same bytes.
+        self.projection_state = projection_state or ToolResultProjectionState()
         self.max_single_tool_result_chars = resolve_tool_result_context_max_chars(
             context_window_tokens
         )
@@ -340,7 +344,13 @@ class ToolResultContextGuard:
                 transformed = await transformed
             if isinstance(transformed, list | tuple):
                 source = list(transformed)
-        context_messages = enforce_tool_result_limit(source, self.max_single_tool_result_chars)
+        limit = self.max_single_tool_result_chars
+        context_messages = [
+            self.projection_state.project(
+                m, limit, truncate_tool_result_to_chars, estimate_tool_result_context_chars
+            )
+            for m in source
+        ]
         precheck = self.mid_turn_precheck
         if precheck is not None and precheck.enabled:
             self._precheck(precheck, messages, context_messages)

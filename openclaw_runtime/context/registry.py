@@ -39,6 +39,7 @@ from .engine import (
     MaintenanceResult,
     describe_context_engine_contract_error,
 )
+from .selection import resolve_effective_context_engine_id
 
 __all__ = [
     "DEFAULT_CONTEXT_ENGINE_ID",
@@ -68,7 +69,6 @@ GUARDED_CONTEXT_ENGINE_METHODS = frozenset(
     }
 )
 _RETHROWING = frozenset({"compact", "prepare_subagent_spawn"})
-_DEFAULT_ALIASES = frozenset({"", "legacy", "none"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +130,13 @@ class ContextEngineSlot:
         default_engine_id: str = DEFAULT_CONTEXT_ENGINE_ID,
         factory_context: ContextEngineFactoryContext | None = None,
         on_quarantine: Callable[[ContextEngineQuarantine], None] | None = None,
+        owner_enabled: Callable[[str], bool] | None = None,
     ) -> None:
         self.registry = registry
         self.on_quarantine = on_quarantine
+        #: Whether an engine's owner plugin is enabled; a disabled one means the default,
+        #: silently (``context.selection``).
+        self.owner_enabled = owner_enabled
         self.default_engine_id = default_engine_id
         self.factory_context = factory_context or ContextEngineFactoryContext()
         self._quarantines: dict[str, ContextEngineQuarantine] = {}
@@ -190,8 +194,10 @@ class ContextEngineSlot:
         Unregistered, failing or contract-breaking engines are quarantined and the default is
         returned; only a failure of the default engine itself raises.
         """
-        engine_id = (name or "").strip()
-        if engine_id.lower() in _DEFAULT_ALIASES or engine_id == self.default_engine_id:
+        engine_id = resolve_effective_context_engine_id(
+            name, self.registry, self.owner_enabled, self.default_engine_id
+        )
+        if engine_id == self.default_engine_id:
             return await self.resolve_default()
         if self.is_quarantined(engine_id):
             return await self.resolve_default()

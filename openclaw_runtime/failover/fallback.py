@@ -27,7 +27,9 @@ from .._exceptions import (
 )
 from ..events import Event
 from ..redaction import package_logger
+from .aborted_result import is_aborted_run_result
 from .classify import classify_failover_signal
+from .signals import signal_from_assistant_message
 from .events import (
     FallbackAttemptStart,
     FallbackCandidateSkipped,
@@ -217,10 +219,11 @@ class FallbackAttempt:
 
 @dataclass(frozen=True, slots=True)
 class ModelFallbackRunResult(Generic[T]):
-    """The result of the chain: ``completed`` by ``candidate``, or ``exhausted`` with the most
-    credible preserved result."""
+    """The result of the chain: ``completed`` by ``candidate``, ``aborted`` (the candidate's
+    run was aborted: no other model is tried and nothing succeeded), or ``exhausted`` with the
+    most credible preserved result."""
 
-    outcome: Literal["completed", "exhausted"]
+    outcome: Literal["completed", "aborted", "exhausted"]
     result: T
     candidate: ModelCandidate
     attempts: tuple[FallbackAttempt, ...]
@@ -388,6 +391,7 @@ async def run_with_model_fallback(
     merge_exhausted_result: Callable[[T, T], T] | None = None,
     emit: Emit | None = None,
     fallback_configured: bool | None = None,
+    result_aborted: Callable[[T], bool] | None = None,
 ) -> ModelFallbackRunResult[T]:
     """Run ``attempt_fn`` over the model chain until one candidate succeeds.
 
@@ -401,6 +405,9 @@ async def run_with_model_fallback(
       ``merge_embedded_agent_run_result_for_model_fallback_exhaustion``).
     * ``emit(event)`` receives a ``Fallback*`` event for every step.
     * ``fallback_configured=False`` tries only the first candidate.
+    * ``result_aborted(result)`` says a returned result is an aborted run (default
+      ``is_aborted_run_result``): it ends the chain with outcome ``aborted`` and no
+      ``FallbackSucceeded``, since an abort is neither a success nor a reason to fall back.
     """
     chain = [_coerce_candidate(candidate) for candidate in candidates]
     if not chain:
@@ -429,6 +436,8 @@ async def run_with_model_fallback(
         except Exception as exc:
             error: BaseException = exc
         else:
+            if (result_aborted or is_aborted_run_result)(result):
+                return ModelFallbackRunResult("aborted", result, candidate, tuple(attempts))
             rejection = classify_result(result, candidate) if classify_result else None
             if rejection is None:
                 await _emit(

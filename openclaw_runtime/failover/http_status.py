@@ -22,6 +22,7 @@ from .matchers import (
 )
 from .reasons import FailoverClassification, FailoverReason, FailoverSignal
 from .text import js_regex, normalize_optional_lower
+from .token_plan import is_token_plan_quota_429_message
 
 __all__ = [
     "classify_failover_classification_from_http_status",
@@ -127,6 +128,8 @@ def classify_failover_classification_from_http_status(
             return message_classification
         return reason_classification(classify_402_message(message))
     if status == 429:
+        if message and is_token_plan_quota_429_message(message, provider):
+            return reason_classification(FailoverReason.RATE_LIMIT)
         if message_reason == FailoverReason.BILLING and not (
             _is_ambiguous_generic_429_balance_message(message or "")
         ):

@@ -64,6 +64,19 @@ _CONFIGURED_CONTEXT_SIZE_OVERFLOW_RE = js_regex(
 )
 
 
+#: TGI's 422: "Input validation error: `inputs` tokens + `max_new_tokens` must be <= N" (or
+#: "`inputs` must have less than N tokens").
+_TGI_INPUT_VALIDATION_OVERFLOW = (
+    r"input validation error:?[\s\S]*\binputs`?\s+"
+    r"(?:tokens\s*\+\s*`?max_new_tokens`?\s+must be\s*<=|must have less than)\s*[\d,]+"
+)
+#: LM Studio: "Trying to keep the first N tokens when context overflows. However, the model is
+#: loaded with context length of only M tokens".
+_LM_STUDIO_KEEP_FIRST_OVERFLOW = (
+    r"trying to keep the first [\d,]+ tokens when context (?:the )?overflows"
+)
+
+
 def _table(*sources: str) -> tuple[re.Pattern[str], ...]:
     return tuple(js_regex(source, "i") for source in sources)
 
@@ -91,6 +104,8 @@ ASSISTANT_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"tokens? in request more than max tokens? allowed",
         r"prompt exceeds max(?:imum)? length",
         r"too large for model with \d+ maximum context length",
+        _TGI_INPUT_VALIDATION_OVERFLOW,
+        _LM_STUDIO_KEEP_FIRST_OVERFLOW,
     ),
     _CONFIGURED_CONTEXT_SIZE_OVERFLOW_RE,
     *_table(
@@ -127,6 +142,8 @@ FAILOVER_EXPLICIT_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"413[\s\S]*too large",
         r"context_window_exceeded",
         r"input length [\d,]+\s+tokens? exceeds the model limit",
+        _TGI_INPUT_VALIDATION_OVERFLOW,
+        _LM_STUDIO_KEEP_FIRST_OVERFLOW,
     ),
     js_regex(r"上下文过长|上下文超出|上下文长度超|超出最大上下文|请压缩上下文"),
 )

@@ -239,11 +239,19 @@ def should_escalate_retry_limit(params: RetryLimitDecisionInput) -> bool:
     )
 
 
+#: Reasons no other auth profile can fix: the prompt stage goes straight to the next model.
+_NEVER_ROTATE = frozenset(
+    {FailoverReason.TIMEOUT, FailoverReason.TLS_CERTIFICATE, FailoverReason.MODEL_NOT_FOUND}
+)
+
+
 def should_rotate_prompt(params: PromptDecisionInput) -> bool:
-    """A prompt failure rotates the profile unless it is a timeout, TLS or terminal format."""
+    """A prompt failure rotates the profile unless it is a timeout, TLS, a model the provider
+    does not know (another key of the same provider will not know it either) or terminal
+    format."""
     return (
         params.failover_failure
-        and params.failover_reason not in (FailoverReason.TIMEOUT, FailoverReason.TLS_CERTIFICATE)
+        and params.failover_reason not in _NEVER_ROTATE
         and not is_terminal_format_failure(params)
     )
 
@@ -350,6 +358,11 @@ def _decide_assistant(params: AssistantDecisionInput) -> FailoverDecision:
     if params.failover_failure and params.failover_reason == FailoverReason.TLS_CERTIFICATE:
         if params.fallback_configured:
             return FailoverDecision("fallback_model", FailoverReason.TLS_CERTIFICATE)
+        return surface
+    if params.failover_failure and params.failover_reason == FailoverReason.MODEL_NOT_FOUND:
+        # no auth profile makes an unknown model known: straight to the next model
+        if params.fallback_configured:
+            return FailoverDecision("fallback_model", FailoverReason.MODEL_NOT_FOUND)
         return surface
     rotate = should_rotate_assistant(params)
     if rotate and not params.profile_rotated:

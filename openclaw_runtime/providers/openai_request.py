@@ -150,7 +150,8 @@ def build_request_body(model: Model, context: Context, options: StreamOptions) -
     if options.stop:
         body["stop"] = list(options.stop)
     if options.reasoning and model.reasoning:
-        effort = "xhigh" if options.reasoning == "max" else options.reasoning
+        spelled = (model.thinking_level_map or {}).get(options.reasoning)  # the model's own name
+        effort = spelled or ("xhigh" if options.reasoning == "max" else options.reasoning)
         if compat.get("reasoning_format") == "openrouter":
             body["reasoning"] = {"effort": effort}
         else:

@@ -398,10 +398,16 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
                     emit,
                     stream_fn=spec.stream_fn,
                     signal=controller.signal,
+                    on_failure="close",  # a failure must become a message to classify
                 )
             else:
                 new = await run_agent_loop_continue(
-                    context, config, emit, stream_fn=spec.stream_fn, signal=controller.signal
+                    context,
+                    config,
+                    emit,
+                    stream_fn=spec.stream_fn,
+                    signal=controller.signal,
+                    on_failure="close",
                 )
             timers.cancel_scope.cancel()
     finally:

@@ -29,6 +29,7 @@ from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeC
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
 from ..transcript.session_context import entry_message
+from ..transcript.update_events import SessionTranscriptUpdate, emit_session_transcript_update
 
 __all__ = [
     "TruncationOutcome",
@@ -116,13 +117,17 @@ class TruncationOutcome:
 
 
 async def truncate_oversized_tool_results_in_session(
-    session: Session, context_window_tokens: int
+    session: Session, context_window_tokens: int, *, max_chars_override: int | None = None
 ) -> TruncationOutcome:
     """Cut oversized tool results on the active branch (OpenClaw's
-    ``truncateOversizedToolResultsInSession``)."""
+    ``truncateOversizedToolResultsInSession``); ``max_chars_override`` replaces the per-result
+    cap derived from the window. A rewrite that changed the file is announced to the
+    transcript-update listeners."""
     pairs = branch_messages_with_entries(session)
     messages = [message for _, message in pairs]
-    updated, stats = truncate_oversized_tool_results_in_messages(messages, context_window_tokens)
+    updated, stats = truncate_oversized_tool_results_in_messages(
+        messages, context_window_tokens, max_chars_override=max_chars_override
+    )
     replacements = {
         str(entry["id"]): new
         for (entry, old), new in zip(pairs, updated, strict=True)
@@ -132,6 +137,15 @@ async def truncate_oversized_tool_results_in_session(
         return TruncationOutcome(0, 0, stats.reason or "nothing to truncate")
     result = await session.rewrite_transcript_entries(replacements)
     await session.flush()
+    if result.changed:
+        emit_session_transcript_update(
+            SessionTranscriptUpdate(
+                str(session.path),
+                session.session_id,
+                "tool_result_truncation",
+                result.rewritten_entries,
+            )
+        )
     return TruncationOutcome(stats.truncated_count, result.rewritten_entries, result.reason)
 
 
