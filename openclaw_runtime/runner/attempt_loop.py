@@ -100,6 +100,7 @@ from .retry_limit import (
     resolve_max_run_retry_iterations,
     resolve_same_model_rate_limit_retry_delay_ms,
 )
+from .tool_policy import offered_run_tools
 
 if TYPE_CHECKING:
     from .run import _Run
@@ -170,12 +171,13 @@ class ModelAttemptLoop:
             1, min(DEFAULT_RESERVE_TOKENS, self.max_tokens or DEFAULT_RESERVE_TOKENS)
         )
         self.stream_fn = runtime.stream_fn_for(model)
+        self.tools = offered_run_tools(config, request, model)  # the tool policy (toolpolicy/)
         self.policy = resolve_transcript_policy(
             model.api,
             model.provider,
             model.id,
             model_reasoning=model.reasoning,
-            allowed_tool_names=[tool.name for tool in request.tools],
+            allowed_tool_names=[tool.name for tool in self.tools],
         )
         self.sanitizers = runtime.transcript_sanitizers()
         self.auth = AuthController(
@@ -282,7 +284,7 @@ class ModelAttemptLoop:
                 api_key=api_key,
                 thinking_level=self.thinking,
                 system_prompt=run.system_prompt,
-                tools=request.tools,
+                tools=self.tools,
                 plan=plan,
                 context_window=self.window,
                 reserve_tokens=self.reserve,
