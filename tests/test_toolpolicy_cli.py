@@ -4,6 +4,7 @@ rule that removed it, for a given provider/model/agent/group/sender (text and ``
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,16 @@ def test_a_bad_policy_is_a_usage_error_naming_the_key(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "groups.family.tools.deny" in result.output
     assert "unknown tool group 'group:runtme'" in result.output
+
+
+def test_the_worked_example_in_the_docs_is_real_output(tmp_path: Path) -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "tools.md").read_text("utf-8")
+    example = docs[docs.index("## A worked example") :]
+    toml = re.search(r"```toml\n(.*?)```", example, re.DOTALL)
+    shown = re.search(r"```text\n\$ openclaw-runtime tools (.*?)\n(.*?)```", example, re.DOTALL)
+    assert toml is not None and shown is not None
+    path = tmp_path / "example.toml"
+    path.write_text(toml.group(1), encoding="utf-8")
+    result = invoke(path, *shown.group(1).split())
+    assert result.exit_code == 0, result.output
+    assert result.output == shown.group(2)

@@ -489,6 +489,12 @@ def test_unknown_entries_are_warned_about(caplog: pytest.LogCaptureFixture) -> N
         )
     assert [t.name for t in offered] == ["read"]  # fails closed: nothing is widened
     assert "[tools] names unknown tools (raed)" in caplog.text
+    caplog.clear()
+    config = policy_config(groups={"g": {"tools": {"allow": []}}})
+    with caplog.at_level(logging.WARNING, logger="openclaw_runtime.toolpolicy"):
+        offered = apply_tool_policy([FakeTool("exec")], config, ToolPolicyInput(group_id="g"))
+    assert [t.name for t in offered] == ["exec"]  # as OpenClaw: an empty allow list is no list
+    assert '[groups."g".tools] has an empty allow list; it restricts nothing' in caplog.text
 
 
 def test_format_tool_decisions() -> None:

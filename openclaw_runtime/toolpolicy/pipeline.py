@@ -130,6 +130,8 @@ def _warn_unknown_entries(steps: Sequence[PolicyStep], names: Iterable[str]) -> 
             for entry in (*(step.policy.allow or ()), *step.policy.deny)
             if _names_only_unknown(entry, known)
         ]
+        if step.policy.allow is not None and not any(map(compile_pattern, step.policy.allow)):
+            logger.warning("tools: %s has an empty allow list; it restricts nothing", step.source)
         if unknown:
             logger.warning(
                 "tools: %s names unknown tools (%s); they match nothing",
