@@ -14,7 +14,13 @@ import pytest
 from openclaw_runtime import ConfigurationError
 from openclaw_runtime.agent import tool
 from openclaw_runtime.config import RuntimeConfig
+from openclaw_runtime.llm import Model
 from openclaw_runtime.runner.request import RunRequest
+from openclaw_runtime.runner.tool_policy import (
+    offered_run_tool_summaries,
+    offered_run_tools,
+    run_tool_policy_input,
+)
 from openclaw_runtime.toolpolicy import (
     ToolPolicy,
     ToolPolicyConfig,
@@ -510,3 +516,37 @@ def test_format_tool_decisions() -> None:
         '  exec: removed by the global layer ([tools]): deny "exec"',
         "  cron: removed by the owner-only layer (sender_is_owner=False): the tool is owner-only",
     ]
+
+
+def test_the_runner_helpers_read_the_request_and_the_model() -> None:
+    @tool
+    def read(path: str) -> str:
+        """Read a file.
+
+        Long description."""
+        return path
+
+    @tool(name="exec")
+    def exec_(command: str) -> str:
+        """Run a command."""
+        return command
+
+    config = RuntimeConfig.coerce(
+        {
+            "tools": {"by_provider": {"mock/big": {"deny": ["exec"]}}},
+            "agents": {"ops": {"tools": {"deny": ["read"]}}},
+        }
+    )
+    big = Model(id="big", api="openai-completions", provider="mock")
+    small = Model(id="small", api="openai-completions", provider="mock")
+    request = RunRequest(prompt="hi", tools=[read, exec_], sender_id="u1", group_id="g")
+    assert run_tool_policy_input(request, big) == ToolPolicyInput(
+        provider="mock", model="big", group_id="g", sender_is_owner=False, trigger="user"
+    )
+    assert offered_run_tools(config, request, big) == [read]
+    assert offered_run_tool_summaries(config, request, small) == [
+        ("read", "Read a file."),
+        ("exec", "Run a command."),
+    ]
+    ops = RunRequest(prompt="hi", tools=[read, exec_], session_key="agent:ops:main")
+    assert offered_run_tools(config, ops, small) == [exec_]

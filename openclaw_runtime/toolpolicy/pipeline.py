@@ -95,7 +95,7 @@ class ToolDecision:
 
 
 def tool_summary(tool: Any) -> str:
-    """The first non-empty line of the tool's description (or its name)."""
+    """The first non-empty line of the tool's description ("" when it has none)."""
     for line in str(getattr(tool, "description", "") or "").splitlines():
         if line.strip():
             return line.strip()
@@ -131,13 +131,25 @@ def _warn_unknown_entries(steps: Sequence[PolicyStep], names: Iterable[str]) -> 
             if _names_only_unknown(entry, known)
         ]
         if step.policy.allow is not None and not any(map(compile_pattern, step.policy.allow)):
-            logger.warning("tools: %s has an empty allow list; it restricts nothing", step.source)
+            _warn_once(f"tools: {step.source} has an empty allow list; it restricts nothing")
         if unknown:
-            logger.warning(
-                "tools: %s names unknown tools (%s); they match nothing",
-                step.source,
-                ", ".join(unknown),
+            _warn_once(
+                f"tools: {step.source} names unknown tools ({', '.join(unknown)}); "
+                "they match nothing"
             )
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Log ``message`` once per process (the policy is worked out for every model of every
+    run; the config does not change between them)."""
+    if message in _warned:
+        return
+    if len(_warned) < 1024:
+        _warned.add(message)
+    logger.warning("%s", message)
 
 
 def decide_tools(
