@@ -154,3 +154,12 @@ def test_the_worked_example_in_the_docs_is_real_output(tmp_path: Path) -> None:
     result = invoke(path, *shown.group(1).split())
     assert result.exit_code == 0, result.output
     assert result.output == shown.group(2)
+
+
+def test_a_group_alone_is_not_the_owner_unless_told(config: Path) -> None:
+    group = as_json(config, "--group", "family")
+    assert group["senderIsOwner"] is False and "cron" not in group["offered"]
+    owner = as_json(config, "--group", "family", "--owner", "--tool", "cron")
+    assert owner["senderIsOwner"] is True
+    tools = {t["name"]: t for t in owner["tools"]}  # type: ignore[attr-defined]
+    assert tools["cron"]["layer"] == "global"  # no longer owner-only: [tools] denies it

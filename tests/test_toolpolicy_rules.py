@@ -415,6 +415,8 @@ def test_owner_only_by_flag_and_by_name() -> None:
         ({"sender_id": "u1"}, False),
         ({"sender_id": "u1", "sender_is_owner": True}, True),
         ({"sender_is_owner": False}, False),
+        ({"group_id": "family"}, False),  # a group run is never the local user by default
+        ({"group_id": "family", "sender_is_owner": True}, True),
     ],
 )
 def test_run_request_sender_is_owner_default(options: dict[str, Any], owner: bool) -> None:

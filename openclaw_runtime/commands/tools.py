@@ -58,7 +58,7 @@ def resolve_provider_model(
     "--owner/--not-owner",
     "owner",
     default=None,
-    help="Whether the sender is the owner (default: owner unless --sender is given).",
+    help="Whether the sender is the owner (default: owner unless --sender or --group).",
 )
 @click.option(
     "--tool", "extra_tools", multiple=True, help="Also explain this tool name (repeatable)."
@@ -85,7 +85,7 @@ def tools(
     rule that removed it."""
     config = load_config(ctx)
     run_provider, model_id = resolve_provider_model(config, model, provider)
-    sender_is_owner = owner if owner is not None else sender_id is None
+    sender_is_owner = owner if owner is not None else sender_id is None and group_id is None
     inputs = ToolPolicyInput(
         provider=run_provider,
         model=model_id,

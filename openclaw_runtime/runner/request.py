@@ -42,9 +42,9 @@ class RunRequest:
     * ``max_tokens``: the output cap of each model call (default ``[agent] max_tokens``, else
       the model's ``max_tokens``).
     * ``sender_id`` / ``sender_is_owner`` / ``group_id``: who asked and where, for the tool
-      policy (docs/tools.md). ``sender_is_owner`` defaults to False when a ``sender_id`` is
-      given and True otherwise (the local user owns the runtime); ``group_id`` selects
-      ``[groups.<id>.tools]``.
+      policy (docs/tools.md). ``sender_is_owner`` defaults to False when a ``sender_id`` or a
+      ``group_id`` is given and True otherwise (the local user owns the runtime); ``group_id``
+      selects ``[groups.<id>.tools]``.
     """
 
     prompt: str
@@ -75,7 +75,7 @@ class RunRequest:
 
     def __post_init__(self) -> None:
         if self.sender_is_owner is None:
-            self.sender_is_owner = self.sender_id is None
+            self.sender_is_owner = self.sender_id is None and self.group_id is None
         elif not isinstance(self.sender_is_owner, bool):
             raise TypeError(
                 "RunRequest.sender_is_owner must be a bool, got "
