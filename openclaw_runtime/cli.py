@@ -20,6 +20,7 @@ from ._version import __version__
 from .commands import chat, compact, doctor, run, sessions
 from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
 from .commands.profiles import profiles
+from .commands.tools import tools
 
 __all__ = ["cli", "main"]
 
@@ -92,7 +93,7 @@ def demo(as_json: bool, state_dir: Path | None) -> None:
     run_demo(as_json=as_json, state_dir=state_dir)
 
 
-for _command in (run, chat, sessions, compact, doctor, profiles):
+for _command in (run, chat, sessions, compact, doctor, profiles, tools):
     cli.add_command(_command)
 
 

@@ -19,6 +19,7 @@ from ._exceptions import ConfigurationError
 from .auth.cooldown import AuthCooldownPolicy
 from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
+from .toolpolicy.settings import AgentEntrySettings, GroupSettings, ToolPolicySettings
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -99,6 +100,7 @@ class AgentDefaults(_Section):
     compaction_model: str | None = None
     keep_recent_tokens: int = Field(default=20_000, gt=0)
     run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)
+    tools: ToolPolicySettings = Field(default_factory=ToolPolicySettings)  # docs/tools.md
 
 
 class AuthCooldownSettings(_Section):
@@ -190,6 +192,10 @@ class RuntimeConfig(_Section):
     state_dir: Path = Field(default_factory=lambda: Path.home() / ".openclaw-runtime")
     auth: AuthSettings = Field(default_factory=AuthSettings)
     backends: BackendSettings = Field(default_factory=BackendSettings)
+    # tool policy layers (docs/tools.md): [tools], [agents.<id>.tools], [groups.<id>.tools]
+    tools: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
+    agents: dict[str, AgentEntrySettings] = Field(default_factory=dict)
+    groups: dict[str, GroupSettings] = Field(default_factory=dict)
 
     def auth_store_path(self) -> Path:
         """Where the auth-profile ledger lives (``auth.store_path`` or the state dir)."""

@@ -77,6 +77,8 @@ class AgentTool(Tool):
     execution_mode: ToolExecutionMode | None = None
     prepare_arguments: Callable[[Any], dict[str, Any]] | None = None
     hide_from_channel_progress: bool = False
+    #: offered only when the run's sender is the owner (``openclaw_runtime.toolpolicy``)
+    owner_only: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -143,12 +145,14 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
+    owner_only: bool = False,
 ) -> Any:
     """Turn a typed Python function into an ``AgentTool``.
 
     The JSON schema comes from the signature (via pydantic), the description from the
     docstring. Parameters named ``signal`` and ``on_update`` are injected, not exposed to the
     model. Sync functions run in a worker thread so they cannot stall the event loop.
+    ``owner_only=True``: the tool policy offers it only when the sender is the owner.
     """
 
     def build(func: Callable[..., Any]) -> AgentTool:
@@ -195,6 +199,7 @@ def tool(
             parameters=schema,
             execute=execute,
             execution_mode=execution_mode,
+            owner_only=owner_only,
         )
 
     return build(fn) if fn is not None else build

@@ -32,6 +32,7 @@ from .retry_instructions import AttemptFacts as RetryFacts
 from .retry_instructions import attempt_had_potential_side_effects
 from .retry_limit import RunRetriesConfig, resolve_max_run_retry_iterations
 from .run_state import DEFAULT_RESERVE_TOKENS, RunState
+from .tool_policy import offered_run_tools
 
 __all__ = [
     "RETRY",
@@ -116,12 +117,13 @@ class CandidateLoopBase:
             1, min(DEFAULT_RESERVE_TOKENS, self.max_tokens or DEFAULT_RESERVE_TOKENS)
         )
         self.stream_fn = runtime.stream_fn_for(model)
+        self.tools = offered_run_tools(config, request, model)  # the tool policy (toolpolicy/)
         self.policy = resolve_transcript_policy(
             model.api,
             model.provider,
             model.id,
             model_reasoning=model.reasoning,
-            allowed_tool_names=[tool.name for tool in request.tools],
+            allowed_tool_names=[tool.name for tool in self.tools],
         )
         self.sanitizers = runtime.transcript_sanitizers()
         self.auth = AuthController(

@@ -41,6 +41,10 @@ class RunRequest:
     * ``auth_profile``: the preferred auth profile; with ``lock_auth_profile`` the only one.
     * ``max_tokens``: the output cap of each model call (default ``[agent] max_tokens``, else
       the model's ``max_tokens``).
+    * ``sender_id`` / ``sender_is_owner`` / ``group_id``: who asked and where, for the tool
+      policy (docs/tools.md). ``sender_is_owner`` defaults to False when a ``sender_id`` or a
+      ``group_id`` is given and True otherwise (the local user owns the runtime); ``group_id``
+      selects ``[groups.<id>.tools]``.
     """
 
     prompt: str
@@ -65,8 +69,18 @@ class RunRequest:
     messaging_tool_sent_texts: Sequence[str] = ()
     current_message_id: str | None = None
     max_tokens: int | None = None
+    sender_id: str | None = None
+    sender_is_owner: bool | None = None
+    group_id: str | None = None
 
     def __post_init__(self) -> None:
+        if self.sender_is_owner is None:
+            self.sender_is_owner = self.sender_id is None and self.group_id is None
+        elif not isinstance(self.sender_is_owner, bool):
+            raise TypeError(
+                "RunRequest.sender_is_owner must be a bool, got "
+                f"{type(self.sender_is_owner).__name__}"
+            )
         if not isinstance(self.prompt, str):
             raise TypeError(f"RunRequest.prompt must be a str, got {type(self.prompt).__name__}")
         if self.timeout_s is not None and not self.timeout_s >= 0:
