@@ -98,6 +98,9 @@ class Components:
     tool_call_formats: ComponentRegistry[Any] = field(
         default_factory=lambda: ComponentRegistry("tool-call format")
     )
+    prompt_sections: ComponentRegistry[Callable[..., Any]] = field(
+        default_factory=lambda: ComponentRegistry("prompt section")
+    )
     backends: dict[str, ComponentRegistry[Callable[..., Any]]] = field(
         default_factory=lambda: {
             kind: ComponentRegistry(f"{kind} backend") for kind in BACKEND_KINDS
@@ -361,6 +364,7 @@ class Hooks:
         self.collect("register_transcript_sanitizers", named(components.transcript_sanitizers))
         self.collect("register_stream_repairers", named(components.stream_repairers))
         self.collect("register_tool_call_formats", named(components.tool_call_formats))
+        self.collect("register_prompt_sections", named(components.prompt_sections))
         self.collect("register_backends", backend)
         for clash in component_clashes(components):
             logger.warning("%s", clash.message())
@@ -375,6 +379,7 @@ def _registries(components: Components) -> list[ComponentRegistry[Any]]:
         components.transcript_sanitizers,
         components.stream_repairers,
         components.tool_call_formats,
+        components.prompt_sections,
         *components.backends.values(),
     ]
 
@@ -533,6 +538,10 @@ class Runtime:
             guard=self.guard,
             on_invalid=invalid,
         )
+
+    def prompt_sections(self) -> list[Registration[Any]]:
+        """Plugin system-prompt sections (``register_prompt_sections``), by name."""
+        return self.components.prompt_sections.registrations()
 
     def transcript_sanitizers(self) -> list[Registration[Any]]:
         """Registered sanitizers in pipeline order, plugins' ones behind the guard (the

@@ -282,6 +282,7 @@ class ModelAttemptLoop:
                 api_key=api_key,
                 thinking_level=self.thinking,
                 system_prompt=run.system_prompt,
+                prompt=run.prompt,
                 tools=request.tools,
                 plan=plan,
                 context_window=self.window,

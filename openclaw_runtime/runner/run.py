@@ -90,6 +90,7 @@ from .outcome import (
     resolve_run_liveness_state,
 )
 from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payloads
+from .prompt import resolve_run_prompt
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .session_ops import set_aside_failed_tail
@@ -287,9 +288,10 @@ class _Run:
         timeout = config.agent.timeout_seconds if request.timeout_s is None else request.timeout_s
         self.timeout_s: float | None = timeout if timeout and timeout > 0 else None
         self.idle_timeout_s = request.idle_timeout_s or config.agent.idle_timeout_seconds
-        self.system_prompt = (
-            config.agent.system_prompt if request.system_prompt is None else request.system_prompt
+        self.prompt = resolve_run_prompt(
+            self.runtime, config, request, self.model, self.thinking_level
         )
+        self.system_prompt = self.prompt.system_prompt
         return failed
 
     # the run ------------------------------------------------------------------------------
