@@ -38,13 +38,22 @@ class RunPrompt:
     skills: tuple[Skill, ...] = ()
     problems: tuple[SkillProblem, ...] = ()
     on_error: Callable[[PromptSectionOverride, Exception], None] | None = None
+    _rendered: dict[str | None, str] = field(default_factory=dict, repr=False, compare=False)
 
     def render(self, model: str | None = None) -> str:
-        """The system prompt, with ``model`` (``provider/id``) on the Runtime line."""
+        """The system prompt, with ``model`` (``provider/id``) on the Runtime line; built
+        once per model, so every attempt on one model sends the same prompt (and a failing
+        plugin section is reported once, not per attempt)."""
         ctx = self.context
-        if model is not None and model != ctx.runtime.model:
-            ctx = replace(ctx, runtime=replace(ctx.runtime, model=model))
-        return build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+        key = None if model is None or model == ctx.runtime.model else model
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached
+        if key is not None:
+            ctx = replace(ctx, runtime=replace(ctx.runtime, model=key))
+        text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+        self._rendered[key] = text
+        return text
 
     @property
     def system_prompt(self) -> str:
