@@ -270,9 +270,13 @@ def test_user_prompt_is_subagent_context_in_minimal_mode() -> None:
         (RuntimeInfo(), "Runtime: thinking=off"),
         (RuntimeInfo(arch="arm64"), "Runtime: arch=arm64 | thinking=off"),
         (RuntimeInfo(os="Darwin 23"), "Runtime: os=Darwin 23 | thinking=off"),
+        (RuntimeInfo(model="p/m", default_model="p/m"), "Runtime: model=p/m | thinking=off"),
         # capabilities only with a channel; "none" when the channel has none
         (RuntimeInfo(capabilities=("x",)), "Runtime: thinking=off"),
-        (RuntimeInfo(channel=" Slack "), "Runtime: channel=slack | capabilities=none | thinking=off"),
+        (
+            RuntimeInfo(channel=" Slack "),
+            "Runtime: channel=slack | capabilities=none | thinking=off",
+        ),
         (
             RuntimeInfo(agent_id="a", repo="/r", model="p/m", thinking="high"),
             "Runtime: agent=a | repo=/r | model=p/m | thinking=high",

@@ -103,7 +103,7 @@ def _runtime_info(
         arch=platform.machine() or None,
         python=platform.python_version(),
         model=model,
-        default_model=default_model if default_model and default_model != model else None,
+        default_model=default_model,
         shell=Path(shell).name if shell else None,
         thinking=thinking,
     )

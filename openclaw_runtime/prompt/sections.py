@@ -356,7 +356,8 @@ def current_time_section(ctx: PromptContext) -> list[str]:
 def runtime_line(info: RuntimeInfo) -> str:
     """OpenClaw's ``buildRuntimeLine``: the present parts joined by `` | ``.
 
-    ``python=`` takes the place of OpenClaw's ``node=``; ``thinking=`` is always last.
+    ``python=`` takes the place of OpenClaw's ``node=``; ``default_model=`` is left out when it
+    is the model itself (a fallback attempt shows both); ``thinking=`` is always last.
     """
     parts: list[str] = []
     if info.agent_id:
@@ -373,7 +374,7 @@ def runtime_line(info: RuntimeInfo) -> str:
         parts.append(f"python={info.python}")
     if info.model:
         parts.append(f"model={info.model}")
-    if info.default_model:
+    if info.default_model and info.default_model != info.model:
         parts.append(f"default_model={info.default_model}")
     if info.shell:
         parts.append(f"shell={info.shell}")
