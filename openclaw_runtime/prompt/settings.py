@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .bootstrap import (
     DEFAULT_BOOTSTRAP_FILES,
@@ -27,7 +27,7 @@ __all__ = ["PromptSettings", "SandboxSettings"]
 class SandboxSettings(BaseModel):
     """``[agent.sandbox]``: what the Sandbox section tells the model (shown when enabled)."""
 
-    model_config = {"extra": "forbid"}
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     enabled: bool = False
     workspace: str | None = None
@@ -48,6 +48,8 @@ class PromptSettings(BaseModel):
     ``owner_numbers``, ``sandbox``, ``reply_tags``, ``reasoning_tags``, ``memory_citations``,
     ``bootstrap_files`` / ``bootstrap_max_chars`` / ``bootstrap_total_max_chars``: as named.
     """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     prompt_mode: PromptMode = "full"
     agent_id: str = "main"
