@@ -42,6 +42,9 @@ class Components:
     tool_call_formats: ComponentRegistry[Any] = field(
         default_factory=lambda: ComponentRegistry("tool-call format")
     )
+    prompt_sections: ComponentRegistry[Callable[..., Any]] = field(
+        default_factory=lambda: ComponentRegistry("prompt section")
+    )
     backends: dict[str, ComponentRegistry[Callable[..., Any]]] = field(
         default_factory=lambda: {
             kind: ComponentRegistry(f"{kind} backend") for kind in BACKEND_KINDS
@@ -57,6 +60,7 @@ def registries(components: Components) -> list[ComponentRegistry[Any]]:
         components.transcript_sanitizers,
         components.stream_repairers,
         components.tool_call_formats,
+        components.prompt_sections,
         *components.backends.values(),
     ]
 

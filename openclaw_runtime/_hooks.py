@@ -287,6 +287,7 @@ class Hooks:
         self.collect("register_transcript_sanitizers", named(components.transcript_sanitizers))
         self.collect("register_stream_repairers", named(components.stream_repairers))
         self.collect("register_tool_call_formats", named(components.tool_call_formats))
+        self.collect("register_prompt_sections", named(components.prompt_sections))
         self.collect("register_backends", backend)
         for clash in component_clashes(components):
             logger.warning("%s", clash.message())

@@ -209,6 +209,10 @@ class Runtime:
             on_invalid=invalid,
         )
 
+    def prompt_sections(self) -> list[Registration[Any]]:
+        """Plugin system-prompt sections (``register_prompt_sections``), by name."""
+        return self.components.prompt_sections.registrations()
+
     def transcript_sanitizers(self) -> list[Registration[Any]]:
         """Registered sanitizers in pipeline order, plugins' ones behind the guard (the
         built-ins stay bare, which keeps the incremental sanitizer's fast path)."""

@@ -20,6 +20,7 @@ from .auth.cooldown import AuthCooldownPolicy
 from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
 from .toolpolicy.settings import AgentEntrySettings, GroupSettings, ToolPolicySettings
+from .prompt.settings import PromptSettings
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -74,7 +75,7 @@ class RunRetrySettings(_Section):
     max: int | None = Field(default=None, ge=1)
 
 
-class AgentDefaults(_Section):
+class AgentDefaults(PromptSettings, _Section):
     """``[agent]``: defaults for runs that do not say otherwise.
 
     ``model`` and ``fallbacks`` are ``provider/model`` refs, aliases or ids;
@@ -83,7 +84,8 @@ class AgentDefaults(_Section):
     ``global_cap_scope = "machine"`` (shared by the processes on one state dir);
     ``context_tokens`` caps the model's context window; ``max_tokens`` caps each model
     call's output (default: the model's ``max_tokens``); ``compaction_model`` summarizes
-    (default: the run's model).
+    (default: the run's model). The system-prompt and skills keys (``prompt_mode``,
+    ``workspace``, ``skills_dir``, ``timezone``...) come from ``PromptSettings``.
     """
 
     model: str | None = None

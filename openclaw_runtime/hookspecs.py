@@ -47,6 +47,7 @@ __all__ = [
     "register_backends",
     "register_context_engines",
     "register_models",
+    "register_prompt_sections",
     "register_providers",
     "register_stream_repairers",
     "register_tool_call_formats",
@@ -269,6 +270,29 @@ def register_tool_call_formats(register: RegisterComponent) -> None:
     :returns: nothing.
 
     .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------- System prompt
+
+
+@hookspec
+def register_prompt_sections(register: RegisterComponent) -> None:
+    """Contribute system-prompt sections, or replace built-in ones by name.
+
+    Called once per runtime. ``register(name, render, *, minimal=None)``: ``render(context)``
+    takes the run's ``openclaw_runtime.prompt.PromptContext`` and returns the section's text,
+    its lines, or ``None`` to leave it out. A built-in name (``safety``, ``tooling``... see
+    ``openclaw_runtime.prompt.section_names()``) replaces that section in place; a new name is
+    added before the Current Date & Time and Runtime sections. ``minimal=True`` keeps the
+    section in ``minimal`` prompt mode (default: the replaced section's modes, else full only).
+    A ``render`` that raises is reported as a plugin fault and the built-in text (if any) is
+    used instead.
+
+    :param register: the registration callback.
+    :returns: nothing.
+
+    .. versionadded:: 0.2
     """
 
 

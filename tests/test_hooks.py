@@ -292,6 +292,51 @@ def test_hook_register_tool_call_formats(runtime_factory):
 
 
 @pytest.mark.anyio
+async def test_hook_register_prompt_sections(runtime_factory):
+    provider = FakeProvider(api="acme-api")
+    provider.reply("ok")
+
+    class Plugin:
+        @hookimpl
+        def register_providers(self, register):
+            register("acme-api", provider.stream_fn)
+
+        @hookimpl
+        def register_models(self, register):
+            register(fake_model(id="acme-1", api="acme-api", provider="acme"))
+
+        @hookimpl
+        def register_prompt_sections(self, register):
+            register("safety", lambda context: ["## Safety", "House safety rules."])
+            register(
+                "house_rules", lambda context: f"## House Rules\nAgent {context.runtime.agent_id}."
+            )
+
+    class Broken:
+        @hookimpl
+        def register_prompt_sections(self, register):
+            def render(context):
+                raise RuntimeError("section service down")
+
+            register("broken_section", render)
+
+    runtime = runtime_factory(
+        {"agent": {"model": "acme/acme-1", "agent_id": "ops"}},
+        plugins=[("sections", Plugin()), ("broken", Broken())],
+    )
+    result = await runtime.run("hi")
+    assert result.ok, result.error
+    system = provider.history[0].context.system_prompt
+    assert "## Safety\nHouse safety rules.\n" in system
+    assert "You have no independent goals" not in system  # replaced, not added twice
+    assert "## House Rules\nAgent ops.\n## Current Date & Time" in system
+    registration = runtime.components.prompt_sections.registration("house_rules")
+    assert registration.plugin == "sections"
+    # the broken section is left out and its plugin reported on the run, not fatal
+    assert [(f.plugin, f.hook) for f in result.faults] == [("broken", "register_prompt_sections")]
+
+
+@pytest.mark.anyio
 async def test_hook_register_providers(runtime_factory):
     provider = FakeProvider(api="acme-api")
     provider.reply("from acme")

@@ -148,7 +148,7 @@ def test_three_processes_on_one_session_keep_three_turns_in_arrival_order(server
 
     # the model saw the turns one after another, each with the turns before it
     served = [r for r in server.requests if r.path.endswith("/chat/completions")]
-    assert [r.message_count for r in served] == [1, 3, 5]
+    assert [r.message_count for r in served] == [2, 4, 6]  # the system prompt, then the turns
 
     messages, branch = transcript(session_file(state))
     assert exchanges(branch) == [

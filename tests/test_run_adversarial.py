@@ -494,7 +494,7 @@ async def test_retry_after_a_tool_call_continues_from_its_result(
     # sent again, so the model had no reason to call the tool again
     retry = server.requests[-1].body["messages"]
     roles = [m["role"] for m in retry]
-    assert roles[:3] == ["user", "assistant", "tool"] and roles[-1] == "user", roles
+    assert roles[:4] == ["system", "user", "assistant", "tool"] and roles[-1] == "user", roles
     first_user = next(m["content"] for m in retry if m["role"] == "user")
     assert first_user == "please use the counter tool"
     assert "please use the counter tool" not in retry[-1]["content"]

@@ -288,7 +288,8 @@ async def test_overloaded_primary_falls_back_to_next_model(
     # the failed turns were set aside: the fallback model continued from the prompt
     roles = [m.role for m in await branch_messages(runtime, result.session_id)]
     assert roles == ["user", "assistant"]
-    assert [m["role"] for m in server.requests[-1].body["messages"]] == ["user"]
+    # the built system prompt leads every request (docs/prompt.md)
+    assert [m["role"] for m in server.requests[-1].body["messages"]] == ["system", "user"]
     # overloaded is the provider's problem, not the key's: nothing on the ledger
     stats = await ledger(runtime)
     assert "cooldownReason" not in stats.get("mock:0", {})
@@ -683,7 +684,7 @@ async def test_session_key_is_backfilled_and_reused(
     assert third.session_key == "chat:42"
     roles = [m.role for m in await branch_messages(runtime, first.session_id)]
     assert roles == ["user", "assistant"] * 3
-    assert "You said: one" in server.requests[-1].body["messages"][1]["content"]
+    assert "You said: one" in server.requests[-1].body["messages"][2]["content"]  # [0]: system
 
 
 async def test_unknown_model_is_a_clear_error(

@@ -14,6 +14,7 @@ that every event refreshes. The result is facts, not decisions — the loop deci
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..prompt import RunPrompt
+from ..prompt.skills import skill_env_scope
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
@@ -182,6 +185,8 @@ class AttemptSpec:
     images: Sequence[ImageContent] = ()
     loop_guard: bool = False
     max_tokens: int | None = None
+    #: the run's prompt: renders ``system_prompt`` for this attempt's model, skill env
+    prompt: RunPrompt | None = None
 
 
 @dataclass
@@ -293,7 +298,19 @@ async def _refuse_oversized_prompt(spec: AttemptSpec, outcome: AttemptOutcome) -
 
 
 async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
-    """Run one attempt; never raises for provider failures (they are in the facts)."""
+    """Run one attempt; never raises for provider failures (they are in the facts).
+
+    With a ``RunPrompt``, the system prompt names this attempt's model and the skills'
+    environment overrides hold for the attempt only (restored however it ends)."""
+    prompt = spec.prompt
+    if prompt is None:
+        return await _run_attempt(spec)
+    spec = dataclasses.replace(spec, system_prompt=prompt.render(spec.model.ref))
+    with skill_env_scope(prompt.env):
+        return await _run_attempt(spec)
+
+
+async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     started = time.perf_counter()
     outcome = AttemptOutcome(facts=collect_attempt_facts(()), new_messages=[])
     session = spec.session

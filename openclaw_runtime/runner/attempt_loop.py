@@ -116,6 +116,7 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 api_key=api_key,
                 thinking_level=self.thinking,
                 system_prompt=run.system_prompt,
+                prompt=run.prompt,
                 tools=self.tools,
                 plan=plan,
                 context_window=self.window,

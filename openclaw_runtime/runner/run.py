@@ -62,6 +62,7 @@ from .lane_policy import (
 from .lanes import LaneTimeoutError
 from .outcome import build_agent_run_terminal_outcome
 from .reply_payload import ReplyPayload
+from .prompt import resolve_run_prompt
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run_result import (
     backend_failed_result,
@@ -162,9 +163,10 @@ class _Run(RunState):
         timeout = config.agent.timeout_seconds if request.timeout_s is None else request.timeout_s
         self.timeout_s: float | None = timeout if timeout and timeout > 0 else None
         self.idle_timeout_s = request.idle_timeout_s or config.agent.idle_timeout_seconds
-        self.system_prompt = (
-            config.agent.system_prompt if request.system_prompt is None else request.system_prompt
+        self.prompt = resolve_run_prompt(
+            self.runtime, config, request, self.model, self.thinking_level
         )
+        self.system_prompt = self.prompt.system_prompt
         return failed
 
     # the run ------------------------------------------------------------------------------

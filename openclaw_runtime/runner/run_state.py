@@ -28,6 +28,7 @@ from ..failover import ModelCandidate, hook_classifier
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..redaction import package_logger, redact_event
+from ..prompt.plan import RunPrompt
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
@@ -74,6 +75,7 @@ class RunState:
     timeout_s: float | None
     idle_timeout_s: float | None
     system_prompt: str
+    prompt: RunPrompt
 
     def __init__(
         self, runtime: RunHost, request: RunRequest, on_event: RunEventCallback | None

@@ -169,8 +169,9 @@ def test_three_workers_on_one_session_key_keep_three_turns_in_order(
         texts = branch_texts(session_lines(redis_url, redis_prefix, "chat-1"))
         assert [t for role, t in texts if role == "user"] == ["turn 0", "turn 1", "turn 2"]
         assert [role for role, _ in texts] == ["user", "assistant"] * 3
-        # each later turn was sent with the history of the earlier ones (nothing forked)
-        assert [r.message_count for r in server.requests] == [1, 3, 5]
+        # each later turn was sent with the history of the earlier ones (nothing forked),
+        # after the system prompt
+        assert [r.message_count for r in server.requests] == [2, 4, 6]
         # and any other worker (a fourth, empty state dir) reads it with `sessions show`
         state = tmp_path / "w3" / "state"
         shown = cli_json(

@@ -1,0 +1,182 @@
+"""``prepare_run_prompt``: the system prompt and skill environment of one run.
+
+The runner calls it once per run with the configured ``[agent]`` keys, the request's
+``system_prompt`` and tools, and the plugins' sections; the result renders the prompt for the
+model of each attempt (the Runtime line names it) and carries the skill environment the
+attempt applies (``skills.env.skill_env_scope``). Reading the workspace (bootstrap files,
+skills) happens here, once per run; everything else is the pure builder.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from ..llm import Tool
+from .bootstrap import load_bootstrap_files
+from .builder import PromptSectionOverride, build_agent_system_prompt
+from .context import PromptContext, RuntimeInfo, SandboxInfo, ToolLine
+from .settings import PromptSettings
+from .skills import Skill, SkillProblem, format_skills_for_prompt, load_skills, skill_roots
+
+__all__ = ["RunPrompt", "prepare_run_prompt", "system_timezone", "tool_lines"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPrompt:
+    """One run's prompt facts: ``render(model)`` gives the system prompt for an attempt."""
+
+    context: PromptContext
+    overrides: tuple[PromptSectionOverride, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    skills: tuple[Skill, ...] = ()
+    problems: tuple[SkillProblem, ...] = ()
+    on_error: Callable[[PromptSectionOverride, Exception], None] | None = None
+    _rendered: dict[str | None, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def render(self, model: str | None = None) -> str:
+        """The system prompt, with ``model`` (``provider/id``) on the Runtime line; built
+        once per model, so every attempt on one model sends the same prompt (and a failing
+        plugin section is reported once, not per attempt)."""
+        ctx = self.context
+        key = None if model is None or model == ctx.runtime.model else model
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached
+        if key is not None:
+            ctx = replace(ctx, runtime=replace(ctx.runtime, model=key))
+        text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+        self._rendered[key] = text
+        return text
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt for the run's primary model."""
+        return self.render()
+
+
+def tool_lines(tools: Sequence[Tool]) -> tuple[ToolLine, ...]:
+    """``(name, one-line summary)`` of each tool: the first non-blank line of its description."""
+    out = []
+    for tool in tools:
+        summary = next(
+            (ln.strip() for ln in (tool.description or "").splitlines() if ln.strip()), ""
+        )
+        out.append(ToolLine(tool.name, summary))
+    return tuple(out)
+
+
+def system_timezone() -> str:
+    """The system's IANA time zone: ``$TZ``, else ``/etc/localtime``'s target, else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            ZoneInfo(name)
+        except (ValueError, KeyError, OSError):
+            continue
+        return name
+    return "UTC"
+
+
+def _runtime_info(
+    settings: PromptSettings, *, model: str, default_model: str | None, thinking: str
+) -> RuntimeInfo:
+    shell = os.environ.get("SHELL", "")
+    return RuntimeInfo(
+        agent_id=settings.agent_id,
+        host=socket.gethostname() or None,
+        os=f"{platform.system()} {platform.release()}".strip() or None,
+        arch=platform.machine() or None,
+        python=platform.python_version(),
+        model=model,
+        default_model=default_model,
+        shell=Path(shell).name if shell else None,
+        thinking=thinking,
+    )
+
+
+def _skills(settings: PromptSettings) -> tuple[list[Skill], list[SkillProblem], dict[str, str]]:
+    workspace = settings.workspace.expanduser() if settings.workspace else None
+    skills_dir = settings.skills_dir.expanduser() if settings.skills_dir else None
+    loaded = load_skills(skill_roots(workspace, skills_dir))
+    skills = loaded.skills
+    if settings.skills is not None:
+        wanted = set(settings.skills)
+        skills = [s for s in skills if s.name in wanted]
+    env: dict[str, str] = {}
+    for skill in skills:
+        env.update(skill.env)
+        env.update(settings.skill_env.get(skill.name, {}))
+    return skills, loaded.problems, env
+
+
+def prepare_run_prompt(
+    settings: PromptSettings,
+    *,
+    system_prompt: str,
+    tools: Sequence[Tool],
+    model: str,
+    default_model: str | None = None,
+    thinking: str = "off",
+    overrides: Sequence[PromptSectionOverride] = (),
+    on_error: Callable[[PromptSectionOverride, Exception], None] | None = None,
+    now: datetime | None = None,
+) -> RunPrompt:
+    """Read the workspace and build the run's ``RunPrompt``.
+
+    ``system_prompt`` (config ``[agent] system_prompt`` or ``RunRequest.system_prompt``) is
+    the user's own section of the built prompt; ``tools`` the tools the model is offered.
+    """
+    mode = settings.prompt_mode
+    workspace = settings.workspace.expanduser() if settings.workspace else None
+    skills, problems, env = _skills(settings) if mode != "none" else ([], [], {})
+    timezone = settings.timezone or system_timezone()
+    moment = (now or datetime.now(tz=ZoneInfo("UTC"))).astimezone(ZoneInfo(timezone))
+    files = (
+        load_bootstrap_files(
+            workspace,
+            names=settings.bootstrap_files,
+            mode=mode,
+            max_chars=settings.bootstrap_max_chars,
+            total_max_chars=settings.bootstrap_total_max_chars,
+        )
+        if workspace is not None
+        else []
+    )
+    box = settings.sandbox
+    context = PromptContext(
+        prompt_mode=mode,
+        tools=tool_lines(tools),
+        skills_prompt=format_skills_for_prompt(skills, home=Path.home()),
+        workspace_dir=str(workspace) if workspace is not None else None,
+        sandbox=SandboxInfo(box.enabled, box.workspace, box.access, box.mount, box.elevated)
+        if box is not None
+        else None,
+        owner_numbers=tuple(settings.owner_numbers),
+        timezone=timezone,
+        user_time=moment.strftime("%A, %B %d, %Y"),
+        reply_tags=settings.reply_tags,
+        extra_system_prompt=system_prompt,
+        reasoning_tag_hint=settings.reasoning_tags,
+        reasoning_level=thinking,
+        memory_citations=settings.memory_citations,
+        context_files=tuple(files),
+        runtime=_runtime_info(
+            settings, model=model, default_model=default_model, thinking=thinking
+        ),
+    )
+    return RunPrompt(context, tuple(overrides), env, tuple(skills), tuple(problems), on_error)
