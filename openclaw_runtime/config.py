@@ -19,6 +19,7 @@ from ._exceptions import ConfigurationError
 from .auth.cooldown import AuthCooldownPolicy
 from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
+from .reply.settings import ReplySettings
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -99,6 +100,7 @@ class AgentDefaults(_Section):
     compaction_model: str | None = None
     keep_recent_tokens: int = Field(default=20_000, gt=0)
     run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)
+    reply: ReplySettings = Field(default_factory=ReplySettings)  # [agent.reply]
 
 
 class AuthCooldownSettings(_Section):

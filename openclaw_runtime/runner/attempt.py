@@ -54,6 +54,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
@@ -182,6 +183,7 @@ class AttemptSpec:
     images: Sequence[ImageContent] = ()
     loop_guard: bool = False
     max_tokens: int | None = None
+    enforce_final_tag: bool = False
 
 
 @dataclass
@@ -381,6 +383,8 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         await spec.emit(event)
 
     context = AgentContext(system_prompt, history, list(spec.tools))
+    # inline <think>/<final> tags become thinking blocks before anything sees the text
+    stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     try:
         async with anyio.create_task_group() as timers:
             if spec.timeout_s:
@@ -396,12 +400,12 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
                     context,
                     config,
                     emit,
-                    stream_fn=spec.stream_fn,
+                    stream_fn=stream_fn,
                     signal=controller.signal,
                 )
             else:
                 new = await run_agent_loop_continue(
-                    context, config, emit, stream_fn=spec.stream_fn, signal=controller.signal
+                    context, config, emit, stream_fn=stream_fn, signal=controller.signal
                 )
             timers.cancel_scope.cancel()
     finally:

@@ -8,9 +8,9 @@ attempts, the usage, the terminal outcome, the reply payloads) comes back in one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..abort import AbortSignal
 from ..agent.tools import AgentTool
@@ -41,6 +41,10 @@ class RunRequest:
     * ``auth_profile``: the preferred auth profile; with ``lock_auth_profile`` the only one.
     * ``max_tokens``: the output cap of each model call (default ``[agent] max_tokens``, else
       the model's ``max_tokens``).
+    * ``block_streaming`` / ``on_block_reply``: send the answer in blocks while it streams
+      (``on_block_reply`` gets each block as a ``ReplyPayload``; default ``[agent.reply]
+      block_streaming``). ``verbose``: inline tool summaries (``on``/True) or summaries and
+      results (``full``) in the payloads (default ``[agent.reply] verbose``).
     """
 
     prompt: str
@@ -65,6 +69,9 @@ class RunRequest:
     messaging_tool_sent_texts: Sequence[str] = ()
     current_message_id: str | None = None
     max_tokens: int | None = None
+    block_streaming: bool | None = None
+    on_block_reply: Callable[[ReplyPayload], Awaitable[None] | None] | None = None
+    verbose: bool | Literal["off", "on", "full"] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):
@@ -81,6 +88,12 @@ class RunRequest:
             raise ValueError(
                 f"RunRequest.max_tokens must be a positive integer, got {self.max_tokens!r}"
             )
+        if self.verbose not in (None, True, False, "off", "on", "full"):
+            raise ValueError(
+                f"RunRequest.verbose must be a bool or off/on/full, got {self.verbose!r}"
+            )
+        if self.on_block_reply is not None and not callable(self.on_block_reply):
+            raise TypeError("RunRequest.on_block_reply must be callable")
         if self.lock_auth_profile and not self.auth_profile:
             raise ValueError("RunRequest.lock_auth_profile needs auth_profile")
 

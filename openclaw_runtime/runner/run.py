@@ -90,6 +90,7 @@ from .outcome import (
     resolve_run_liveness_state,
 )
 from .payloads import ReplyPayload, UsageAccumulator, build_embedded_run_payloads
+from .reply_stream import reply_observer_for, verbose_mode_for, verbose_tool_metas
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .session_ops import set_aside_failed_tail
@@ -138,6 +139,8 @@ class _Run:
         self.started_at = time.time() * 1000
         self.perf_start = time.perf_counter()
         self.usage = UsageAccumulator()
+        #: block replies and messaging-tool sends of this run (``openclaw_runtime.reply``)
+        self.reply_observer = reply_observer_for(request, runtime.config.agent.reply)
         self.total_attempts = 0
         self.total_compactions = 0
         self.session: Session | None = None
@@ -191,6 +194,7 @@ class _Run:
     async def emit(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event``, followed by any
         plugin faults raised since the last event."""
+        await self.reply_observer.observe(event)
         await self._dispatch(event)
         if self._unreported and event.type != "run_end":
             await self.report_faults()
@@ -532,17 +536,25 @@ class _Run:
         return out
 
     def success_payloads(self, result: CandidateResult) -> list[ReplyPayload]:
-        facts = collect_attempt_facts(self._run_messages())
+        messages = self._run_messages()
+        facts = collect_attempt_facts(messages)
+        verbose = verbose_mode_for(self.request, self.config.agent.reply)
+        metas = verbose_tool_metas(messages, verbose) if verbose != "off" else facts.tool_metas
         payloads = build_embedded_run_payloads(
             assistant_texts=list(facts.assistant_texts),
-            tool_metas=list(facts.tool_metas),
+            tool_metas=list(metas),
+            verbose_level=verbose,
+            inline_tool_results_allowed=verbose != "off",
             last_assistant=facts.assistant,
             current_assistant=result.assistant,
             last_tool_error=facts.last_tool_error,
             session_key=self.session_key or "",
             is_cron_trigger=self.request.trigger == "cron",
             thinking_level=self.thinking_level,
-            messaging_tool_sent_texts=list(self.request.messaging_tool_sent_texts),
+            messaging_tool_sent_texts=[
+                *self.request.messaging_tool_sent_texts,
+                *self.reply_observer.tracker.sent_texts,
+            ],
             current_message_id=self.request.current_message_id,
         )
         if not payloads and result.incomplete_text:
