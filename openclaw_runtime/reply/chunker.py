@@ -141,6 +141,8 @@ class EmbeddedBlockChunker:
         c = self.chunking
         if c.flush_on_paragraph and not force:
             self._drain_paragraphs(out)
+            if len(self.buffer) < c.max_chars:
+                return out  # no paragraph break yet: wait for one (or for max_chars)
         while self.buffer:
             if not force and len(self.buffer) < c.min_chars:
                 break
