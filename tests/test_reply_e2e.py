@@ -266,3 +266,23 @@ def test_cli_run_prints_no_reasoning_and_a_usage_line(tmp_path, server, monkeypa
         f"usage: {usage['input']} in · {usage['output']} out · {usage['cacheRead']} cache read"
         f" · {usage['cacheWrite']} cache write · {usage['totalTokens']} total"
     )
+
+
+def test_cli_run_accepts_the_verbose_levels(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("OPENCLAW_RUNTIME_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "")
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[agent]\nmodel = "srv/m1"\n[agent.reply]\nverbose = "on"\n'
+        f'[[models]]\nid = "m1"\napi = "openai-completions"\nprovider = "srv"\n'
+        f'base_url = "{server.base_url}"\n'
+        f'[[auth.profiles]]\nid = "srv:a"\nprovider = "srv"\nmode = "api_key"\n'
+        f'credential = "{KEY}"\n'
+    )
+    # a CLI run has no tools, so nothing is inlined: the levels and the config must parse
+    server.enqueue(Reply(text="Plain."))
+    result = CliRunner().invoke(cli, ["--config", str(path), "run", "--verbose", "full", "Hi"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Plain.\n"
+    bad = CliRunner().invoke(cli, ["--config", str(path), "run", "--verbose", "loud", "Hi"])
+    assert bad.exit_code == 2
