@@ -139,3 +139,15 @@ def test_state_carries_across_text_blocks_but_held_text_is_flushed_per_block() -
     assert splitter.flush() == []
     assert splitter.feed("b</think>c <thi") == [Segment("thinking", "b"), Segment("text", "c ")]
     assert splitter.flush() == [Segment("text", "<thi")]
+
+
+def test_a_long_code_line_streams_without_waiting_for_its_newline() -> None:
+    splitter = ReplyTagSplitter()
+    assert splitter.feed("```json\n") == [Segment("text", "```json\n")]
+    assert splitter.feed('{"a": 1') == [Segment("text", '{"a": 1')]  # cannot close the fence
+    assert splitter.feed("}\n``") == [Segment("text", "}\n")]  # "``" might close it
+    assert splitter.feed("`\n<think>r</think>ok") == [
+        Segment("text", "```\n"),
+        Segment("thinking", "r"),
+        Segment("text", "ok"),
+    ]

@@ -80,6 +80,18 @@ def _could_be_tag(fragment: str) -> bool:
     return any(candidate.startswith(name) for candidate in _TAG_NAMES)
 
 
+def _could_close_fence(partial_line: str, fence: str) -> bool:
+    """Could this start of a line still become the line closing ``fence``?"""
+    body = partial_line.lstrip(" ")
+    if len(partial_line) - len(body) > 3:
+        return False
+    run = len(body) - len(body.lstrip(fence[0]))
+    rest = body[run:]
+    if not rest:
+        return True
+    return run >= len(fence) and not rest.strip()
+
+
 class ReplyTagSplitter:
     """Incremental splitter: ``feed(chunk)`` → segments decided so far; ``finish()`` → the rest.
 
@@ -171,7 +183,11 @@ class ReplyTagSplitter:
                 if self._line_start:
                     end = text.find("\n", i)
                     if end < 0 and not final:
-                        break
+                        if _could_close_fence(text[i:], self._fence):
+                            break  # the rest of the line decides
+                        self._advance_lines(text[i:])  # cannot close: it is code
+                        i = n
+                        continue
                     line_end = n if end < 0 else end + 1
                     line = text[i:line_end]
                     stripped = line.rstrip("\r\n")
