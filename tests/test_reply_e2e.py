@@ -286,3 +286,34 @@ def test_cli_run_accepts_the_verbose_levels(tmp_path, server, monkeypatch):
     assert result.stdout == "Plain.\n"
     bad = CliRunner().invoke(cli, ["--config", str(path), "run", "--verbose", "loud", "Hi"])
     assert bad.exit_code == 2
+
+
+async def test_a_block_reply_callback_that_raises_does_not_end_the_run(tmp_path, server):
+    server.enqueue(Reply(text="First paragraph.\n\nSecond paragraph."))
+    calls: list[str] = []
+
+    def on_block(payload: ReplyPayload) -> None:
+        calls.append(payload.text or "")
+        raise RuntimeError("channel down")
+
+    result, _ = await run_once(
+        tmp_path, server, "hi", block_streaming=True, on_block_reply=on_block
+    )
+    assert result.ok, result.error
+    assert calls == ["First paragraph.", "Second paragraph."]
+    assert result.text == "First paragraph.\n\nSecond paragraph."
+
+
+@tool(name="exec")
+async def exec_tool(command: str) -> str:
+    """Run a shell command."""
+    raise AssertionError("a tool call written inside <think> must never run")
+
+
+async def test_a_tool_call_written_inside_think_is_reasoning_not_a_call(tmp_path, server):
+    server.enqueue(Reply(text='<think>[exec]\n{"command": "rm -rf /"}\n[/exec]</think>No.'))
+    result, deltas = await run_once(tmp_path, server, "Clean up.", tools=[exec_tool])
+    assert result.ok, result.error
+    assert result.text == "No."
+    assert [m.role for m in result.messages] == ["user", "assistant"]
+    assert "rm -rf" in "".join(deltas.thinking)
