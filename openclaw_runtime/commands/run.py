@@ -219,12 +219,10 @@ async def run_turn(
 @click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
 @click.option(
+    "-v",
     "--verbose",
-    type=click.Choice(["off", "on", "full"]),
-    is_flag=False,
-    flag_value="on",
-    default=None,
-    help="Tool summaries (on, the bare flag) or summaries and results (full) in the reply.",
+    count=True,
+    help="Tool summaries in the reply; -vv adds their results (default [agent.reply] verbose).",
 )
 @click.pass_context
 @command_errors
@@ -241,7 +239,7 @@ def run(
     max_tokens: int | None,
     as_json: bool,
     events: bool,
-    verbose: str | None,
+    verbose: int,
 ) -> None:
     """Run one turn and stream the answer (PROMPT "-" reads it from stdin).
 
@@ -263,7 +261,7 @@ def run(
         session_key=session_key,
         timeout_s=timeout,
         thinking_level=thinking,
-        verbose=verbose,
+        verbose=(None, "on", "full")[min(verbose, 2)],
     )
     printer = TurnPrinter(stream_answer=not as_json, events=events, spinner=not as_json)
     result = anyio.run(run_turn, config, prompt, options, printer)
