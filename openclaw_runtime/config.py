@@ -21,6 +21,7 @@ from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
 from .toolpolicy.settings import AgentEntrySettings, GroupSettings, ToolPolicySettings
 from .prompt.settings import PromptSettings
+from .reply.settings import ReplySettings
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -103,6 +104,7 @@ class AgentDefaults(PromptSettings, _Section):
     keep_recent_tokens: int = Field(default=20_000, gt=0)
     run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)
     tools: ToolPolicySettings = Field(default_factory=ToolPolicySettings)  # docs/tools.md
+    reply: ReplySettings = Field(default_factory=ReplySettings)  # [agent.reply]
 
 
 class AuthCooldownSettings(_Section):

@@ -82,7 +82,8 @@ def test_run_streams_the_answer_as_it_arrives(server, env, monkeypatch):
     result = invoke(config, "run", "Hello there")
     assert result.exit_code == 0, result.output
     assert result.stdout == "You said: Hello there\n"
-    assert result.stderr == ""
+    # stderr holds only the usage line a run ends with (issue 12 §3)
+    assert result.stderr.startswith("usage: ") and result.stderr.count("\n") == 1
     assert len(writes) >= 5  # delta by delta (the server sends 4-character chunks)
     assert "".join(writes) == "You said: Hello there\n"
 
@@ -118,7 +119,8 @@ def test_events_timeline_shows_the_key_rotation(server, env):
         for line in lines
     )
     assert any(line.startswith("· attempt 2: srv/m1 with profile srv:b") for line in lines)
-    assert lines[-1] == "✓ done after 2 attempts on srv/m1"
+    assert lines[-2] == "✓ done after 2 attempts on srv/m1"
+    assert lines[-1].startswith("usage: ")  # the usage line ends a run
     no_secrets(result)
 
 
@@ -148,7 +150,8 @@ def test_events_timeline_shows_the_fallback(server, env):
         in lines
     )
     assert "⇢ srv/m1 gave up (overloaded) → falling back to srv/m2" in lines
-    assert lines[-1] == "✓ done after 2 attempts on srv/m2"
+    assert lines[-2] == "✓ done after 2 attempts on srv/m2"
+    assert lines[-1].startswith("usage: ")  # the usage line ends a run
 
 
 def test_a_refused_key_fails_with_exit_1_and_no_secret(server, env):

@@ -18,6 +18,7 @@ from .._runtime import Runtime
 from ..config import RuntimeConfig
 from ..events import Event
 from ..llm import ThinkingLevel
+from ..reply.usage import format_usage_line
 from ..runner.request import RunResult
 from ._common import (
     EXIT_FAILED,
@@ -217,6 +218,12 @@ async def run_turn(
 @max_tokens_option
 @click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Tool summaries in the reply; -vv adds their results (default [agent.reply] verbose).",
+)
 @click.pass_context
 @command_errors
 def run(
@@ -232,6 +239,7 @@ def run(
     max_tokens: int | None,
     as_json: bool,
     events: bool,
+    verbose: int,
 ) -> None:
     """Run one turn and stream the answer (PROMPT "-" reads it from stdin).
 
@@ -253,6 +261,7 @@ def run(
         session_key=session_key,
         timeout_s=timeout,
         thinking_level=thinking,
+        verbose=(None, "on", "full")[min(verbose, 2)],
     )
     printer = TurnPrinter(stream_answer=not as_json, events=events, spinner=not as_json)
     result = anyio.run(run_turn, config, prompt, options, printer)
@@ -260,6 +269,8 @@ def run(
         click.echo(safe_json(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         printer.finish(result)
+        if result.ok:
+            click.echo(format_usage_line(result.usage), err=True)
     if not result.ok:
         if not as_json:
             report_failure(result)

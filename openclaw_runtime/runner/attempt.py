@@ -57,6 +57,7 @@ from ..messages import (
 )
 from ..prompt import RunPrompt
 from ..prompt.skills import skill_env_scope
+from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
@@ -187,6 +188,7 @@ class AttemptSpec:
     max_tokens: int | None = None
     #: the run's prompt: renders ``system_prompt`` for this attempt's model, skill env
     prompt: RunPrompt | None = None
+    enforce_final_tag: bool = False
 
 
 @dataclass
@@ -398,6 +400,8 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         await spec.emit(event)
 
     context = AgentContext(system_prompt, history, list(spec.tools))
+    # inline <think>/<final> tags become thinking blocks before anything sees the text
+    stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     try:
         async with anyio.create_task_group() as timers:
             if spec.timeout_s:
@@ -413,7 +417,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
                     context,
                     config,
                     emit,
-                    stream_fn=spec.stream_fn,
+                    stream_fn=stream_fn,
                     signal=controller.signal,
                     on_failure="close",  # a failure must become a message to classify
                 )
@@ -422,7 +426,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
                     context,
                     config,
                     emit,
-                    stream_fn=spec.stream_fn,
+                    stream_fn=stream_fn,
                     signal=controller.signal,
                     on_failure="close",
                 )

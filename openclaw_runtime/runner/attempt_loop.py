@@ -136,6 +136,7 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 images=request.images if plan.mode == "prompt" and attempt_no == 1 else (),
                 loop_guard=run.total_compactions > 0,
                 max_tokens=self.max_tokens,
+                enforce_final_tag=run.config.agent.reply.enforce_final_tag,
             )
         )
         run.absorb(outcome)

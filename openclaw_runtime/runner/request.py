@@ -8,9 +8,9 @@ attempts, the usage, the terminal outcome, the reply payloads) comes back in one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..abort import AbortSignal
 from ..agent.tools import AgentTool
@@ -45,6 +45,10 @@ class RunRequest:
       policy (docs/tools.md). ``sender_is_owner`` defaults to False when a ``sender_id`` or a
       ``group_id`` is given and True otherwise (the local user owns the runtime); ``group_id``
       selects ``[groups.<id>.tools]``.
+    * ``block_streaming`` / ``on_block_reply``: send the answer in blocks while it streams
+      (``on_block_reply`` gets each block as a ``ReplyPayload``; default ``[agent.reply]
+      block_streaming``). ``verbose``: inline tool summaries (``on``/True) or summaries and
+      results (``full``) in the payloads (default ``[agent.reply] verbose``).
     """
 
     prompt: str
@@ -72,6 +76,9 @@ class RunRequest:
     sender_id: str | None = None
     sender_is_owner: bool | None = None
     group_id: str | None = None
+    block_streaming: bool | None = None
+    on_block_reply: Callable[[ReplyPayload], Awaitable[None] | None] | None = None
+    verbose: bool | Literal["off", "on", "full"] | None = None
 
     def __post_init__(self) -> None:
         if self.sender_is_owner is None:
@@ -95,6 +102,12 @@ class RunRequest:
             raise ValueError(
                 f"RunRequest.max_tokens must be a positive integer, got {self.max_tokens!r}"
             )
+        if self.verbose not in (None, True, False, "off", "on", "full"):
+            raise ValueError(
+                f"RunRequest.verbose must be a bool or off/on/full, got {self.verbose!r}"
+            )
+        if self.on_block_reply is not None and not callable(self.on_block_reply):
+            raise TypeError("RunRequest.on_block_reply must be callable")
         if self.lock_auth_profile and not self.auth_profile:
             raise ValueError("RunRequest.lock_auth_profile needs auth_profile")
 

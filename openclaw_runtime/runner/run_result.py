@@ -36,6 +36,7 @@ from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .run_state import RunState
+from .reply_stream import verbose_mode_for, verbose_tool_metas
 
 __all__ = [
     "backend_failed_result",
@@ -80,17 +81,25 @@ def classify_candidate_result(
 
 def success_payloads(run: RunState, result: CandidateResult) -> list[ReplyPayload]:
     """The reply payloads of a candidate that answered, from the run's messages."""
-    facts = collect_attempt_facts(run.run_messages())
+    messages = run.run_messages()
+    facts = collect_attempt_facts(messages)
+    verbose = verbose_mode_for(run.request, run.config.agent.reply)
+    metas = verbose_tool_metas(messages, verbose) if verbose != "off" else facts.tool_metas
     payloads = build_embedded_run_payloads(
         assistant_texts=list(facts.assistant_texts),
-        tool_metas=list(facts.tool_metas),
+        tool_metas=list(metas),
+        verbose_level=verbose,
+        inline_tool_results_allowed=verbose != "off",
         last_assistant=facts.assistant,
         current_assistant=result.assistant,
         last_tool_error=facts.last_tool_error,
         session_key=run.session_key or "",
         is_cron_trigger=run.request.trigger == "cron",
         thinking_level=run.thinking_level,
-        messaging_tool_sent_texts=list(run.request.messaging_tool_sent_texts),
+        messaging_tool_sent_texts=[
+            *run.request.messaging_tool_sent_texts,
+            *run.reply_observer.tracker.sent_texts,
+        ],
         current_message_id=run.request.current_message_id,
     )
     if not payloads and result.incomplete_text:

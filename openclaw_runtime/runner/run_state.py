@@ -47,6 +47,7 @@ from .session_ops import (
     set_aside_orphan_user_message,
     truncate_oversized_tool_results_in_session,
 )
+from .reply_stream import reply_observer_for
 
 if TYPE_CHECKING:
     from ..backends import Session
@@ -90,6 +91,8 @@ class RunState:
         self.started_at = time.time() * 1000
         self.perf_start = time.perf_counter()
         self.usage = UsageAccumulator()
+        #: block replies and messaging-tool sends of this run (``openclaw_runtime.reply``)
+        self.reply_observer = reply_observer_for(request, runtime.config.agent.reply)
         self.total_attempts = 0
         self.total_compactions = 0
         self.session: Session | None = None
@@ -143,6 +146,7 @@ class RunState:
     async def emit(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event``, followed by any
         plugin faults raised since the last event."""
+        await self.reply_observer.observe(event)
         await self._dispatch(event)
         if self._unreported and event.type != "run_end":
             await self.report_faults()
