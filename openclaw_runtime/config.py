@@ -19,9 +19,9 @@ from ._exceptions import ConfigurationError
 from .auth.cooldown import AuthCooldownPolicy
 from .auth.profiles import AuthProfile
 from .llm import Model, ThinkingLevel
-from .toolpolicy.settings import AgentEntrySettings, GroupSettings, ToolPolicySettings
 from .prompt.settings import PromptSettings
 from .reply.settings import ReplySettings
+from .toolpolicy.settings import AgentEntrySettings, GroupSettings, ToolPolicySettings
 
 __all__ = [
     "CONFIG_FILENAME",

@@ -29,7 +29,6 @@ from ..events import Event
 from ..redaction import package_logger
 from .aborted_result import is_aborted_run_result
 from .classify import classify_failover_signal
-from .signals import signal_from_assistant_message
 from .events import (
     FallbackAttemptStart,
     FallbackCandidateSkipped,

@@ -23,16 +23,16 @@ from .classify import (
     infer_signal_status,
     is_html_error_response,
 )
-from .overflow import is_context_overflow_error_from_tables
-from .patterns import (
+from .matchers import (
     is_exact_unknown_no_details_error,
     is_format_error_message,
     is_oauth_refresh_failure_message,
     is_replay_invalid_error_message,
     is_timeout_error_message,
-    js_regex,
 )
+from .overflow import is_context_overflow_error_from_tables
 from .reasons import FailoverSignal
+from .text import js_regex
 
 __all__ = [
     "PROVIDER_RUNTIME_FAILURE_KINDS",

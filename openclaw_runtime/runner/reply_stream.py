@@ -17,7 +17,9 @@ from ..redaction import package_logger
 from ..reply import ReplyStreamObserver
 from ..reply.settings import ReplySettings, VerboseMode
 from ..reply.verbose import verbose_tool_lines
-from .payloads import ReplyPayload, ToolMeta, is_messaging_tool_duplicate, parse_reply_directives
+from .messaging_dedupe import is_messaging_tool_duplicate
+from .reply_directives import parse_reply_directives
+from .reply_payload import ReplyPayload, ToolMeta
 from .request import RunRequest
 
 __all__ = ["reply_observer_for", "verbose_mode_for", "verbose_tool_metas"]

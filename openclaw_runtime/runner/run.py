@@ -61,8 +61,8 @@ from .lane_policy import (
 )
 from .lanes import LaneTimeoutError
 from .outcome import build_agent_run_terminal_outcome
-from .reply_payload import ReplyPayload
 from .prompt import resolve_run_prompt
+from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run_result import (
     backend_failed_result,

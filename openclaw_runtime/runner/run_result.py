@@ -33,10 +33,10 @@ from .outcome import (
 )
 from .payloads import build_embedded_run_payloads
 from .reply_payload import ReplyPayload
+from .reply_stream import verbose_mode_for, verbose_tool_metas
 from .request import RunErrorInfo, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .run_state import RunState
-from .reply_stream import verbose_mode_for, verbose_tool_metas
 
 __all__ = [
     "backend_failed_result",

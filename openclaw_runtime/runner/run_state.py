@@ -27,8 +27,8 @@ from ..events import Event
 from ..failover import ModelCandidate, hook_classifier
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
-from ..redaction import package_logger, redact_event
 from ..prompt.plan import RunPrompt
+from ..redaction import package_logger, redact_event
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
@@ -39,6 +39,7 @@ from .events import (
     PluginQuarantined,
     ToolResultsTruncated,
 )
+from .reply_stream import reply_observer_for
 from .request import RunRequest
 from .run_usage import UsageAccumulator
 from .session_ops import (
@@ -47,7 +48,6 @@ from .session_ops import (
     set_aside_orphan_user_message,
     truncate_oversized_tool_results_in_session,
 )
-from .reply_stream import reply_observer_for
 
 if TYPE_CHECKING:
     from ..backends import Session
