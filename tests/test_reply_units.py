@@ -44,7 +44,7 @@ from openclaw_runtime.reply import (
 from openclaw_runtime.reply.settings import ReplySettings
 from openclaw_runtime.reply.usage import format_usage_line
 from openclaw_runtime.reply.verbose import FULL_RESULT_CHARS, verbose_tool_lines
-from openclaw_runtime.runner.payloads import is_messaging_tool_duplicate
+from openclaw_runtime.runner.messaging_dedupe import is_messaging_tool_duplicate
 
 pytestmark = pytest.mark.anyio
 
