@@ -13,16 +13,14 @@ Fixtures:
 * ``hook_recorder`` — records every hook call the host makes;
 * ``runtime_factory`` — builds a ``Runtime`` from an in-memory config, without entry points;
 * ``fake_provider`` — a scripted ``FakeProvider``;
-* ``local_http_server`` — a real HTTP server on 127.0.0.1 that answers from a script
-  (``ScriptedReply``: status, headers, body chunks, ``Pause``, ``HANG``) and counts client
-  disconnects, for testing providers over real sockets;
+* ``local_http_server`` — a real HTTP server on 127.0.0.1 answering from a script
+  (``ScriptedReply``, ``Pause``, ``HANG``), counting client disconnects;
 * ``openai_server`` — a ``FaultInjectingOpenAIServer``: an OpenAI-compatible endpoint with a
   deterministic brain (answers, tool calls, summaries) that fails on demand (``Fault``: rate
   limits, overloads, context overflow, cut streams, hangs...), scripted ``Reply``-s, key
   behaviours and seeded chaos; every request recorded as a ``ServedRequest``.
 
-The fixtures and the contract mixins need pytest; everything else here imports without it
-(``openclaw_runtime.testing.openai_server`` runs the ``openclaw-runtime demo``).
+Fixtures and contract mixins need pytest; everything else imports without it.
 
 Contract mixins: ``ContextEngineContract``, ``TranscriptSanitizerContract`` and
 ``StreamRepairerContract`` (inherit, provide a ``context_engine`` / ``sanitizer`` /
@@ -32,13 +30,8 @@ Contract mixins: ``ContextEngineContract``, ``TranscriptSanitizerContract`` and
 ``lane_backend`` / ``auth_store`` / ``steering_store`` / ``session_index`` /
 ``session_store`` fixture; see docs/backends.md).
 
-Recorders: ``EventRecorder`` (an emit sink / agent listener with ``labels()``) and
-``HookRecorder``.
-
-Fakes (importable without pytest from ``openclaw_runtime.providers.fake``): ``FakeProvider``
-with ``enqueue()``-d responses and a recorded ``history``, step builders ``text``,
-``thinking``, ``tool_call``, ``delay``, ``gate``, and ``scripted_stream`` for hand-written
-event sequences.
+Also: the recorders ``EventRecorder`` / ``HookRecorder`` and the fakes of
+``openclaw_runtime.providers.fake`` (docs/testing-plugins.md lists them all).
 """
 
 from __future__ import annotations
