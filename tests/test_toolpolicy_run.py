@@ -212,3 +212,28 @@ async def test_a_fallback_model_gets_its_own_provider_layer(
     assert by_model["main"] == ["read", "exec", "deploy", "web_search", "lookup"]
     # [tools.by_provider."mock/main"]'s allow list does not apply; "backup" denies web_search
     assert by_model["mini"] == ["read", "exec", "deploy", "lookup"]
+
+
+def prompt_tool_names(body: Any) -> list[str]:
+    """The tool names the system prompt's Tooling section lists (``- name: summary`` lines)."""
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    text = system["content"]
+    start = text.index("## Tooling")
+    section = text[start : text.index("\n## ", start + 1)]
+    return [line[2:].split(":", 1)[0] for line in section.splitlines() if line.startswith("- ")]
+
+
+async def test_the_system_prompt_lists_exactly_the_offered_tools(
+    runtime: Runtime, server: FaultInjectingOpenAIServer
+) -> None:
+    server.inject(Fault(kind="overloaded", model="main", times=10))
+    tools = Tools()
+    result = await runtime.run(
+        "hello", session_id="s-prompt", tools=tools.all, sender_id="bob", group_id="family"
+    )
+    assert result.ok, result.error
+    for request in (r for r in server.requests if r.body):
+        assert prompt_tool_names(request.body) == offered(request.body)
+    by_model = {r.model: prompt_tool_names(r.body) for r in server.requests if r.body}
+    assert by_model == {"main": ["read", "web_search", "lookup"], "mini": ["read", "lookup"]}

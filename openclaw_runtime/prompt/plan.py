@@ -38,19 +38,26 @@ class RunPrompt:
     skills: tuple[Skill, ...] = ()
     problems: tuple[SkillProblem, ...] = ()
     on_error: Callable[[PromptSectionOverride, Exception], None] | None = None
-    _rendered: dict[str | None, str] = field(default_factory=dict, repr=False, compare=False)
+    _rendered: dict[tuple[str | None, tuple[ToolLine, ...] | None], str] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
-    def render(self, model: str | None = None) -> str:
-        """The system prompt, with ``model`` (``provider/id``) on the Runtime line; built
-        once per model, so every attempt on one model sends the same prompt (and a failing
-        plugin section is reported once, not per attempt)."""
+    def render(self, model: str | None = None, tools: Sequence[Tool] | None = None) -> str:
+        """The system prompt, with ``model`` (``provider/id``) on the Runtime line and
+        ``tools`` (the ones the tool policy offers this model; default the run's tools) in
+        the Tooling section; built once per model and tool set, so every attempt on one
+        model sends the same prompt (and a failing plugin section is reported once)."""
         ctx = self.context
-        key = None if model is None or model == ctx.runtime.model else model
+        model_key = None if model is None or model == ctx.runtime.model else model
+        lines = None if tools is None else tool_lines(tools)
+        key = (model_key, None if lines is None or lines == ctx.tools else lines)
         cached = self._rendered.get(key)
         if cached is not None:
             return cached
-        if key is not None:
-            ctx = replace(ctx, runtime=replace(ctx.runtime, model=key))
+        if model_key is not None:
+            ctx = replace(ctx, runtime=replace(ctx.runtime, model=model_key))
+        if key[1] is not None:
+            ctx = replace(ctx, tools=key[1])
         text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
         self._rendered[key] = text
         return text

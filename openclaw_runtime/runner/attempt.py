@@ -307,7 +307,7 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     prompt = spec.prompt
     if prompt is None:
         return await _run_attempt(spec)
-    spec = dataclasses.replace(spec, system_prompt=prompt.render(spec.model.ref))
+    spec = dataclasses.replace(spec, system_prompt=prompt.render(spec.model.ref, spec.tools))
     with skill_env_scope(prompt.env):
         return await _run_attempt(spec)
 
