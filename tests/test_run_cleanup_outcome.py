@@ -20,6 +20,12 @@ import pytest
 from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.events import Event
 from openclaw_runtime.runner.lanes import InProcessLanes
+from openclaw_runtime.runner.steering import (
+    SteeringLease,
+    SubagentRunRecord,
+    upsert_subagent_run,
+)
+from openclaw_runtime.runner.steering_store import InMemorySteeringStore
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer, Reply
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +64,28 @@ class LaneBackends:
         register("lanes", "release-failing", lambda runtime: self.lanes)
 
 
-def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: Any) -> Runtime:
+class AckFailingSteeringStore(InMemorySteeringStore):
+    """A real in-memory steering store whose ack raises (the store went read-only)."""
+
+    async def ack(self, lease: SteeringLease, *, now_ms: float) -> int:
+        raise PermissionError("steering store is read-only")
+
+
+class SteeringBackends:
+    def __init__(self) -> None:
+        self.store = AckFailingSteeringStore()
+
+    @hookimpl
+    def register_backends(self, register: Any) -> None:
+        register("steering_store", "ack-failing", lambda runtime: self.store)
+
+
+def make_runtime(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    plugin: tuple[str, Any],
+    backends: dict[str, str] | None = None,
+) -> Runtime:
     config = {
         "state_dir": str(tmp_path / "state"),
         "models": [
@@ -82,11 +109,9 @@ def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: Any
                 }
             ]
         },
-        "backends": {"lanes": "release-failing"},
+        "backends": backends or {"lanes": "release-failing"},
     }
-    runtime = Runtime(
-        config, plugins=[("flaky-lanes", plugin)], load_entrypoints=False, on_load_failure="raise"
-    )
+    runtime = Runtime(config, plugins=[plugin], load_entrypoints=False, on_load_failure="raise")
     runtime.retry_backoff_scale = 0
     return runtime
 
@@ -95,7 +120,7 @@ async def test_lane_release_error_after_the_answer_keeps_the_answer(
     tmp_path: Path, server: FaultInjectingOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     plugin = LaneBackends()
-    runtime = make_runtime(tmp_path, server, plugin)
+    runtime = make_runtime(tmp_path, server, ("flaky-lanes", plugin))
     server.enqueue(Reply(text=ANSWER))
     events: list[Event] = []
     try:
@@ -133,7 +158,7 @@ async def test_lane_release_error_after_a_failure_still_fails(
     tmp_path: Path, server: FaultInjectingOpenAIServer
 ) -> None:
     plugin = LaneBackends()
-    runtime = make_runtime(tmp_path, server, plugin)
+    runtime = make_runtime(tmp_path, server, ("flaky-lanes", plugin))
     server.inject(Fault("status", status=400, body='{"error": {"message": "bad"}}', times=10))
     try:
         result = await runtime.run("hi", session_id="s2")
@@ -143,3 +168,39 @@ async def test_lane_release_error_after_a_failure_still_fails(
     assert not result.ok
     assert result.outcome.reason == "failed"
     assert [f.plugin for f in result.faults] == ["flaky-lanes"]
+
+
+async def test_steering_ack_error_after_the_answer_keeps_the_answer(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    plugin = SteeringBackends()
+    runtime = make_runtime(
+        tmp_path, server, ("flaky-steering", plugin), {"steering_store": "ack-failing"}
+    )
+    await upsert_subagent_run(
+        plugin.store,
+        SubagentRunRecord.completed(
+            run_id="child-1",
+            requester_session_key="chat:7",
+            created_at=1_000,
+            ended_at=2_000,
+            task="look up the release date",
+            result_text="The release is on 2026-12-24.",
+        ),
+    )
+    server.enqueue(Reply(text=ANSWER))
+    try:
+        result = await runtime.run("status?", session_key="chat:7")
+    finally:
+        await runtime.aclose()
+
+    assert "2026-12-24" in server.requests[-1].body["messages"][-1]["content"]
+    assert result.ok, result.error
+    assert result.text == ANSWER
+    assert [(f.plugin, f.unit) for f in result.faults] == [
+        ("flaky-steering", "backend:steering_store:ack-failing")
+    ]
+    assert "read-only" in result.faults[0].error
+    # the ack did not happen: the item is not marked delivered (its lease expires instead)
+    runs = await plugin.store.load()
+    assert runs["child-1"].delivery.status != "delivered"
