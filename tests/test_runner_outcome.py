@@ -30,6 +30,7 @@ from openclaw_runtime.runner.outcome import (
     is_definitive_run_lifecycle,
     is_sticky_agent_run_terminal_outcome,
     merge_agent_run_terminal_outcome,
+    merge_run_cleanup_outcome,
     resolve_replay_invalid_flag,
     resolve_run_liveness_state,
 )
@@ -320,6 +321,37 @@ HARD_200 = build("timeout", timeout_phase="provider", ended_at=200)
 def test_merge(current, incoming, winner):
     merged = merge(current, incoming)
     assert merged is (current if winner == "current" else incoming)
+
+
+CLEANUP_FAILED = build("error", error="lanes backend failed in hold")
+
+
+@pytest.mark.parametrize(
+    ("reached", "cleanup", "winner"),
+    [
+        # a late cleanup failure never downgrades a completion (plain merge would take it)
+        (build("ok"), CLEANUP_FAILED, "reached"),
+        (build("ok", ended_at=100), build("error", liveness_state="blocked"), "reached"),
+        (build("ok"), build("error", liveness_state="abandoned"), "reached"),
+        # sticky outcomes hold over the cleanup failure
+        (build("error", stop_reason="rpc"), CLEANUP_FAILED, "reached"),
+        (build("ok", stop_reason="superseded"), CLEANUP_FAILED, "reached"),
+        (HARD_200, CLEANUP_FAILED, "reached"),
+        # a cleanup timeout/cancellation is not a "failure": the ordinary merge decides
+        (build("ok"), build("error", stop_reason="rpc"), "cleanup"),
+        (build("ok", ended_at=300), HARD_200, "cleanup"),
+        (build("ok", ended_at=100), HARD_200, "reached"),
+        # after a failure or a soft timeout, the newer failure is the outcome (as before)
+        (build("error", error="rate limit"), CLEANUP_FAILED, "cleanup"),
+        (build("timeout", timeout_phase="queue"), CLEANUP_FAILED, "cleanup"),
+        (build("error", stop_reason="aborted"), CLEANUP_FAILED, "cleanup"),
+        # nothing reached: the cleanup failure is the outcome
+        (None, CLEANUP_FAILED, "cleanup"),
+    ],
+)
+def test_merge_run_cleanup_outcome(reached, cleanup, winner):
+    merged = merge_run_cleanup_outcome(reached, cleanup)
+    assert merged is (reached if winner == "reached" else cleanup)
 
 
 def test_first_proven_sticky_outcome_wins_regardless_of_order():

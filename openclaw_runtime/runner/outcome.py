@@ -41,6 +41,7 @@ __all__ = [
     "is_definitive_run_lifecycle",
     "is_sticky_agent_run_terminal_outcome",
     "merge_agent_run_terminal_outcome",
+    "merge_run_cleanup_outcome",
     "resolve_replay_invalid_flag",
     "resolve_run_liveness_state",
 ]
@@ -443,6 +444,27 @@ def merge_agent_run_terminal_outcome(
     if incoming.reason == "timed_out" and current.reason in failures:
         return current
     return incoming
+
+
+def merge_run_cleanup_outcome(
+    reached: AgentRunTerminalOutcome | None, cleanup: AgentRunTerminalOutcome
+) -> AgentRunTerminalOutcome:
+    """The run's outcome once a post-run cleanup step (lane release, steering ack, session
+    check-in) has failed with ``cleanup`` after the run ``reached`` its own outcome.
+
+    A late cleanup failure never downgrades a completion — the answer was produced and
+    streamed; the failure is reported, not made the outcome. Anything else goes through
+    ``merge_agent_run_terminal_outcome``, so cancelled, superseded and hard-timeout outcomes
+    hold. With no outcome reached (the failure came before the answer) the cleanup failure
+    is the outcome.
+    """
+    if (
+        reached is not None
+        and reached.reason == "completed"
+        and classify_agent_run_terminal_outcome(cleanup) == "failure"
+    ):
+        return reached
+    return merge_agent_run_terminal_outcome(reached, cleanup)
 
 
 # --------------------------------------------------------------------------- liveness

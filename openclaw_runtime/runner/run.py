@@ -65,7 +65,7 @@ from .prompt import resolve_run_prompt
 from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunRequest, RunResult
 from .run_result import (
-    backend_failed_result,
+    after_backend_error,
     classify_candidate_result,
     final_result,
     result_from_candidate,
@@ -98,6 +98,10 @@ async def run_embedded_agent(
 
 class _Run(RunState):
     """One run; the methods are its phases (the state is ``RunState``)."""
+
+    #: the result the model chain produced, before the cleanup (steering ack, session
+    #: check-in, lane release) that may still fail
+    reached: RunResult | None = None
 
     # entry --------------------------------------------------------------------------------
 
@@ -230,12 +234,12 @@ class _Run(RunState):
                 payloads=[ReplyPayload(text=f"⚠️ {exc}", is_error=True)],
             )
         except PluginBackendError as exc:
-            result = backend_failed_result(self, exc)
+            result = after_backend_error(self, exc, self.reached)
         except BaseExceptionGroup as group:
             failed = _lone_backend_error(group)
             if failed is None:
                 raise
-            result = backend_failed_result(self, failed)
+            result = after_backend_error(self, failed, self.reached)
         finally:
             if result is None:
                 # an exception escaped (a bug or bad input): still close the lifecycle
@@ -307,7 +311,7 @@ class _Run(RunState):
             try:
                 async with anyio.create_task_group() as tg:
                     self.task_group = tg
-                    result = await self._fallback_chain()
+                    result = self.reached = await self._fallback_chain()
             finally:
                 if lease is not None:
                     with anyio.CancelScope(shield=True):

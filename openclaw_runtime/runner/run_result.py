@@ -3,13 +3,17 @@
 A run ends in one of four ways: its model chain produced a candidate result (ok, error,
 timeout, aborted), the failover chain raised (a hand-over with nothing left, an exhausted
 chain, a provider error), a plugin's backend failed, or the ``before_agent_run`` gate blocked
-it. Each becomes a ``RunResult`` through ``final_result``: the sticky terminal outcome
+it. A backend that fails only in the cleanup after the run reached its outcome (lane release,
+steering ack, session check-in) goes through ``merge_run_cleanup_outcome``
+(``after_backend_error``): a completed answer stands, the failure is reported as a fault.
+Each becomes a ``RunResult`` through ``final_result``: the sticky terminal outcome
 (``outcome``), the reply payloads (``payloads``), usage over every attempt, the run's messages
 still on the branch, and, for any failed outcome, an error that says why (``run_error``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -22,6 +26,7 @@ from ..failover import (
 )
 from ..failover.events import redact_secret_text
 from ..llm import Model
+from ..redaction import package_logger
 from .attempt import collect_attempt_facts
 from .candidate import CandidateResult, RunFailoverError
 from .error_kind import provider_error_kind, user_facing_reason
@@ -29,6 +34,7 @@ from .failure_signal import resolve_embedded_run_failure_signal
 from .outcome import (
     AgentRunTerminalOutcome,
     build_agent_run_terminal_outcome,
+    merge_run_cleanup_outcome,
     resolve_run_liveness_state,
 )
 from .payloads import build_embedded_run_payloads
@@ -38,7 +44,10 @@ from .request import RunErrorInfo, RunResult
 from .run_error import describe_unfinished_turn, failed_run_error
 from .run_state import RunState
 
+logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
+
 __all__ = [
+    "after_backend_error",
     "backend_failed_result",
     "classify_candidate_result",
     "final_result",
@@ -57,6 +66,27 @@ def backend_failed_result(run: RunState, exc: PluginBackendError) -> RunResult:
         error=RunErrorInfo("plugin", message),
         payloads=[ReplyPayload(text=f"⚠️ {message}", is_error=True)],
     )
+
+
+def after_backend_error(
+    run: RunState, exc: PluginBackendError, reached: RunResult | None
+) -> RunResult:
+    """A backend failed; ``reached`` is the result the run had already produced (None: the
+    failure came first). The cleanup failure only replaces it as
+    ``merge_run_cleanup_outcome`` allows; when the reached result stands, the failure stays
+    in ``run.faults`` (reported as ``plugin_fault`` before ``run_end``) and is logged."""
+    failed = backend_failed_result(run, exc)
+    if reached is None:
+        return failed
+    if merge_run_cleanup_outcome(reached.outcome, failed.outcome) is failed.outcome:
+        return failed
+    logger.warning(
+        "run %s: cleanup failed after the run ended %s; the outcome stands: %s",
+        run.run_id,
+        reached.outcome.reason,
+        redact_secret_text(str(exc)),
+    )
+    return reached
 
 
 def classify_candidate_result(
