@@ -22,6 +22,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
+from ..transcript.tool_call_ids import normalize_tool_call_ids, tool_call_id_mode
 
 __all__ = [
     "build_request_body",
@@ -54,13 +55,16 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
 
     Failed or aborted assistant turns are not replayed (they are incomplete); thinking is not
     sent back; images go where the model accepts them and become a note where it does not.
+    Tool-call ids are rewritten to the endpoint's id rules (``tool_call_id_mode``), calls
+    and results alike, so ids minted by another API (Responses' ``call|fc`` ids) replay.
     """
     images_ok = "image" in model.input
     system_role = (model.compat or {}).get("system_role", "system")
     out: list[dict[str, Any]] = []
     if context.system_prompt:
         out.append({"role": system_role, "content": context.system_prompt})
-    for message in context.messages:
+    id_mode = tool_call_id_mode(model.provider, model.id, model.compat)
+    for message in normalize_tool_call_ids(context.messages, id_mode):
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _user_content(message.content, images_ok)})
         elif isinstance(message, AssistantMessage):
