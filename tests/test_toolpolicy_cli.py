@@ -163,3 +163,11 @@ def test_a_group_alone_is_not_the_owner_unless_told(config: Path) -> None:
     assert owner["senderIsOwner"] is True
     tools = {t["name"]: t for t in owner["tools"]}  # type: ignore[attr-defined]
     assert tools["cron"]["layer"] == "global"  # no longer owner-only: [tools] denies it
+
+
+def test_without_a_configured_model_it_explains_the_model_a_run_would_use(tmp_path: Path) -> None:
+    path = tmp_path / "bare.toml"
+    path.write_text('[tools]\ndeny = ["exec"]\n', encoding="utf-8")
+    data = as_json(path)
+    assert (data["provider"], data["model"]) == ("echo", "echo")
+    assert invoke(path).output.splitlines()[0].startswith("tools for echo/echo,")

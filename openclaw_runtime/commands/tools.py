@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import click
 
 from ..config import RuntimeConfig
+from ..runner import BUILTIN_DEFAULT_MODEL
 from ..toolpolicy import (
     ToolPolicyConfig,
     ToolPolicyInput,
@@ -30,8 +31,9 @@ def resolve_provider_model(
     config: RuntimeConfig, model: str | None, provider: str | None
 ) -> tuple[str | None, str | None]:
     """``(provider, model id)`` for ``--model`` (``provider/model``, an alias or a catalog id;
-    default ``[agent] model``), ``--provider`` overriding the provider."""
-    ref = model or config.agent.model
+    default ``[agent] model``, else the built-in default a run would use), ``--provider``
+    overriding the provider."""
+    ref = model or config.agent.model or BUILTIN_DEFAULT_MODEL
     if ref:
         ref = config.agent.model_aliases.get(ref, ref)
     model_id: str | None = ref
