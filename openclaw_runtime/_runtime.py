@@ -471,7 +471,9 @@ class Runtime:
 
     async def aclose(self) -> None:
         """``close()``, and close the HTTP clients of providers that hold them, the
-        sessions kept open between turns and the backends that hold connections."""
+        sessions kept open between turns and the backends that hold connections (after any
+        background context-engine maintenance has finished)."""
+        await self.services.wait_for_all_maintenance()
         await self.services.close_sessions()
         await self.services.close_backends()
         if self._components is not None:

@@ -189,6 +189,8 @@ class AttemptSpec:
     #: the run's prompt: renders ``system_prompt`` for this attempt's model, skill env
     prompt: RunPrompt | None = None
     enforce_final_tag: bool = False
+    #: the run's session now (a compaction may move the run to the engine's successor)
+    current_session: Callable[[], Session] | None = None
 
 
 @dataclass
@@ -320,6 +322,11 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         outcome.duration_ms = (time.perf_counter() - started) * 1000
         return outcome
     messages = await _prepare_messages(spec, outcome)
+    if spec.current_session is not None and spec.current_session() is not session:
+        # the pre-prompt compaction continued the conversation in a successor session
+        session = spec.current_session()
+        spec = dataclasses.replace(spec, session=session, session_id=session.session_id)
+        messages = session.build_session_context().messages
 
     assembled = await spec.engine.assemble(
         AssembleParams(

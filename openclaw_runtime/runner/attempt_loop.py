@@ -137,6 +137,7 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 loop_guard=run.total_compactions > 0,
                 max_tokens=self.max_tokens,
                 enforce_final_tag=run.config.agent.reply.enforce_final_tag,
+                current_session=run.current_session,
             )
         )
         run.absorb(outcome)

@@ -48,6 +48,11 @@ from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
+from .engine_lifecycle import (
+    bootstrap_context_engine,
+    maintain_after_turn,
+    session_needs_bootstrap,
+)
 from .entry import (
     resolve_initial_run_model_ref,
     resolve_initial_thinking_level,
@@ -299,13 +304,17 @@ class _Run(RunState):
 
     async def _with_session(self) -> RunResult:
         services = self.services
+        self.engine = await self.runtime.resolve_context_engine()
+        # asked before the session is opened: did it exist before this process saw it?
+        bootstrap_due = await session_needs_bootstrap(self.engine, services, self.session_id)
         session = await services.checkout_session(self.session_id, cwd=os.getcwd())
         self.session = session
         self.start_leaf_id = session.get_leaf_id()
         try:
             if self.session_key:
                 await services.session_index.bind(self.session_key, self.session_id)
-            self.engine = await self.runtime.resolve_context_engine()
+            if bootstrap_due:
+                await bootstrap_context_engine(self.engine, session, session_key=self.session_key)
             lease = await self._lease_steering()
             result: RunResult | None = None
             try:
@@ -317,11 +326,19 @@ class _Run(RunState):
                     with anyio.CancelScope(shield=True):
                         await self._settle_steering(lease, result)
             assert result is not None
+            if result.ok:
+                await maintain_after_turn(
+                    self.engine,
+                    self.current_session(),
+                    services,
+                    session_key=self.session_key,
+                    token_budget=None,
+                )
             return result
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
-                await services.checkin_session(session)
+                await services.checkin_session(self.session or session)
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as

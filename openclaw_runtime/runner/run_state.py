@@ -32,6 +32,12 @@ from ..redaction import package_logger, redact_event
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
+from .compaction_lifecycle import (
+    PreCompactionSnapshot,
+    defer_budget_compaction,
+    follow_compaction_successor,
+    wants_deferred_budget_compaction,
+)
 from .events import (
     CompactionEnd,
     CompactionStart,
@@ -113,6 +119,8 @@ class RunState:
         #: why the last compaction ran out of the run's time (None: it did not); the attempt
         #: loop ends the run on its timeout when a recovery compaction did
         self.compaction_timeout: str | None = None
+        #: a compaction of this run is running (the pre-compaction snapshot's guard)
+        self.compacting = False
         #: Plugin faults raised during this run (``RunResult.faults``); ``_unreported`` are
         #: the ones not yet on the event stream.
         self.faults: list[PluginFault] = []
@@ -301,7 +309,9 @@ class RunState:
     async def compact(
         self, trigger: str, tokens: int | None, *, window: int, model: Model
     ) -> CompactResult:
-        """Compact through the context engine (directly: the run holds the lane)."""
+        """Compact through the context engine (directly: the run holds the lane); budget
+        compaction may be deferred to background maintenance, and the engine may move the
+        session to a successor (``compaction_lifecycle``)."""
         session = self.session
         assert session is not None
         count = self.total_compactions + 1
@@ -309,6 +319,21 @@ class RunState:
         result: CompactResult | None = None
         unfinished = "compaction did not complete"
         self.compaction_timeout = None
+        if wants_deferred_budget_compaction(self.engine, trigger):
+            result = defer_budget_compaction(
+                self.engine,
+                self.services,
+                session_id=self.session_id,
+                session_key=self.session_key,
+                token_budget=max(1, window - min(DEFAULT_RESERVE_TOKENS, model.max_tokens or 0)),
+                current_token_count=tokens,
+                summary_models=await self._summary_models(model),
+                keep_recent_tokens=min(self.config.agent.keep_recent_tokens, max(1, window // 4)),
+            )
+            await self.emit(_compaction_end(trigger, result, unfinished))
+            return result
+        snapshot = PreCompactionSnapshot.capture(session, self._compaction_in_flight)
+        self.compacting = True
         try:
             # the run's timeout bounds a compaction like it bounds a model call: a hung
             # summary request is cancelled here, not 30 s later by the lane
@@ -329,16 +354,26 @@ class RunState:
                     abort_signal=self.request.abort_signal,
                     window_tokens=window,
                 )
+            self.compacting = False
             if deadline.cancelled_caught:
                 self.compaction_timeout = f"compaction timed out after {self.timeout_s:g}s"
                 result = CompactResult(
                     ok=False, compacted=False, reason=f"{self.compaction_timeout} (run timeout)"
                 )
+                await snapshot.restore_after_timeout(session)
+            elif result is not None and result.successor is not None:
+                successor, result = await follow_compaction_successor(
+                    self.services, session, result, session_key=self.session_key
+                )
+                if successor is not None:
+                    self._continue_on(successor)
+                    session = successor
             await session.flush()
         except BaseException as exc:
             unfinished = f"compaction did not complete: {type(exc).__name__}: {exc}"
             raise
         finally:
+            self.compacting = False
             # every compaction_start is closed, whatever ended the compaction
             with anyio.CancelScope(shield=True):
                 await self.emit(_compaction_end(trigger, result, unfinished))
@@ -347,6 +382,22 @@ class RunState:
             self.total_compactions += 1
         self.heartbeat()
         return result
+
+    def current_session(self) -> Session:
+        """The session the run is on now (a compaction successor once the engine moved it)."""
+        assert self.session is not None
+        return self.session
+
+    def _compaction_in_flight(self) -> bool:
+        return self.compacting or self.services.maintenance_pending(self.session_id)
+
+    def _continue_on(self, successor: Session) -> None:
+        """The engine moved the conversation to ``successor``: the run goes on there."""
+        self.session = successor
+        self.session_id = successor.session_id
+        self.start_leaf_id = successor.get_leaf_id()
+        self.run_entry_ids = set()
+        self.prompt_entry_id = None
 
     async def compact_bool(
         self, trigger: str, tokens: int | None, *, window: int, model: Model

@@ -136,6 +136,9 @@ class RunServices:
         self._built: dict[str, Any] = {}
         self._open: OrderedDict[str, Any] = OrderedDict()
         self._maintenance: dict[str, anyio.Event] = {}
+        #: (engine id, session id) pairs a context engine has seen in this process (bootstrap
+        #: is due only at the first sight of a session that already existed)
+        self.context_engine_sessions: set[tuple[str, str]] = set()
         #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
         self.max_open_sessions = max_open_sessions
 
@@ -249,6 +252,15 @@ class RunServices:
         pending = self._maintenance.get(session_id)
         if pending is not None:
             await pending.wait()
+
+    def maintenance_pending(self, session_id: str) -> bool:
+        """Whether background maintenance of ``session_id`` is announced and not done."""
+        return session_id in self._maintenance
+
+    async def wait_for_all_maintenance(self) -> None:
+        """Wait until no background maintenance is pending (shutdown)."""
+        while self._maintenance:
+            await next(iter(self._maintenance.values())).wait()
 
     def defer_session_maintenance(self, session_id: str) -> Callable[[], None]:
         """Announce background maintenance of ``session_id``; call the returned function

@@ -25,7 +25,12 @@ from ..context.compaction import (
     compact_session_direct,
     messages_with_entries,
 )
-from ..context.engine import CompactParams, CompactResult, ContextEngineRuntimeContext
+from ..context.engine import (
+    CompactParams,
+    CompactResult,
+    ContextEngineRuntimeContext,
+    MaintenanceResult,
+)
 from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
 from ..transcript.session_context import entry_message
@@ -87,6 +92,16 @@ async def compact_with_engine(
             abort_signal=kwargs.get("abort_signal", abort_signal),
         )
 
+    async def rewrite_transcript_entries(
+        replacements: Any = None, **kwargs: Any
+    ) -> MaintenanceResult:
+        wanted = replacements if replacements is not None else kwargs.get("replacements", {})
+        result = await session.rewrite_transcript_entries(wanted)
+        await session.flush()
+        return MaintenanceResult(
+            result.changed, result.bytes_freed, result.rewritten_entries, result.reason
+        )
+
     params = CompactParams(
         session_id=session.session_id,
         session_file=str(session.path),
@@ -99,6 +114,7 @@ async def compact_with_engine(
             token_budget=token_budget,
             current_token_count=current_token_count,
             compact_session=compact_session,
+            rewrite_transcript_entries=rewrite_transcript_entries,
         ),
         abort_signal=abort_signal,
     )
