@@ -79,7 +79,7 @@ class LifecycleEngine:
         if self.rewrite_text is not None and context is not None:
             entries = [
                 json.loads(line)
-                for line in Path(params.session_file).read_text().splitlines()
+                for line in (await anyio.Path(params.session_file).read_text()).splitlines()
                 if line.strip()
             ]
             first_user = next(
@@ -383,7 +383,7 @@ async def test_a_timeout_during_compaction_falls_back_to_the_pre_compaction_snap
     async def half_rewrite_then_hang(params: Any) -> CompactResult:
         entries = [
             json.loads(line)
-            for line in Path(params.session_file).read_text().splitlines()
+            for line in (await anyio.Path(params.session_file).read_text()).splitlines()
             if line.strip()
         ]
         first_user = next(
