@@ -244,7 +244,8 @@ async def test_a_failing_background_maintenance_is_quarantined_not_fatal(
         with anyio.fail_after(HANG_GUARD_S):
             first = await runtime.run("one", session_id="s-q")
             await runtime.wait_for_session_maintenance("s-q")
-            second = await runtime.run("two", session_id="s-q")
+            recorder = Recorder()
+            second = await runtime.run("two", session_id="s-q", on_event=recorder)
         quarantines = runtime.context_engines.list_quarantines()
         faults = [f for f in runtime.hooks.faults if f.quarantined]
         engine_now = await runtime.resolve_context_engine()
@@ -255,6 +256,11 @@ async def test_a_failing_background_maintenance_is_quarantined_not_fatal(
     assert "maintenance exploded" in quarantines[0].reason
     assert faults and "maintain: maintenance exploded" in str(faults[0].error)
     assert engine_now.info.id == "legacy"  # quarantined: the default engine answers now
+    # raised in the background, reported on the session's next run (events and result)
+    quarantined = recorder.of("plugin_quarantined")
+    assert [e.unit for e in quarantined] == ["context_engine:recording"]
+    assert any("maintenance exploded" in f.error for f in second.faults)
+    assert not first.faults
 
 
 # --------------------------------------------------------------------------- deferred compaction

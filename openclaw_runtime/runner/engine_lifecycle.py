@@ -26,6 +26,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..containment import PluginFault, fault_scope
 from ..context.compaction import SummaryModel, compact_session_direct
 from ..context.engine import (
     BootstrapParams,
@@ -201,31 +202,38 @@ def schedule_background_maintenance(
     done = services.defer_session_maintenance(session_id)
     lane = resolve_session_lane(session_key or session_id)
 
+    faults: list[PluginFault] = []
+
     async def work() -> None:
         try:
-            async with services.lanes.hold(lane, capacity=1, priority="background"):
-                session = await services.checkout_session(session_id, cwd=os.getcwd())
-                try:
-                    await run_maintenance(
-                        engine,
-                        session,
-                        "turn",
-                        session_key=session_key,
-                        runtime_context=maintenance_runtime_context(
-                            session,
-                            background=True,
-                            token_budget=token_budget,
-                            current_token_count=current_token_count,
-                            summary_models=summary_models,
-                            keep_recent_tokens=keep_recent_tokens,
-                        ),
-                    )
-                finally:
-                    await services.checkin_session(session)
+            with fault_scope(faults.append):
+                await maintain()
         except Exception as exc:
             logger.warning("deferred context engine maintenance of %s failed: %s", session_id, exc)
         finally:
+            services.park_maintenance_faults(session_id, faults)
             done()
+
+    async def maintain() -> None:
+        async with services.lanes.hold(lane, capacity=1, priority="background"):
+            session = await services.checkout_session(session_id, cwd=os.getcwd())
+            try:
+                await run_maintenance(
+                    engine,
+                    session,
+                    "turn",
+                    session_key=session_key,
+                    runtime_context=maintenance_runtime_context(
+                        session,
+                        background=True,
+                        token_budget=token_budget,
+                        current_token_count=current_token_count,
+                        summary_models=summary_models,
+                        keep_recent_tokens=keep_recent_tokens,
+                    ),
+                )
+            finally:
+                await services.checkin_session(session)
 
     try:
         spawn_background(work, name=f"context-engine-maintenance:{session_id}")

@@ -283,6 +283,8 @@ class _Run(RunState):
         services = self.services
         lanes = services.lanes
         await services.wait_for_session_maintenance(self.session_id)
+        for fault in services.take_maintenance_faults(self.session_id):
+            self._on_plugin_fault(fault)  # raised in the background: reported on this run
         await self.emit(LaneWait(session_lane, "session", priority))
         async with lanes.hold(
             session_lane, capacity=1, priority=priority, timeout_s=lane_timeout_s

@@ -139,6 +139,8 @@ class RunServices:
         #: (engine id, session id) pairs a context engine has seen in this process (bootstrap
         #: is due only at the first sight of a session that already existed)
         self.context_engine_sessions: set[tuple[str, str]] = set()
+        #: plugin faults raised by background maintenance, for the session's next run
+        self._maintenance_faults: dict[str, list[PluginFault]] = {}
         #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
         self.max_open_sessions = max_open_sessions
 
@@ -256,6 +258,15 @@ class RunServices:
     def maintenance_pending(self, session_id: str) -> bool:
         """Whether background maintenance of ``session_id`` is announced and not done."""
         return session_id in self._maintenance
+
+    def park_maintenance_faults(self, session_id: str, faults: list[PluginFault]) -> None:
+        """Keep the plugin faults a background pass raised for the session's next run."""
+        if faults:
+            self._maintenance_faults.setdefault(session_id, []).extend(faults)
+
+    def take_maintenance_faults(self, session_id: str) -> list[PluginFault]:
+        """The faults parked for ``session_id`` (each handed out once)."""
+        return self._maintenance_faults.pop(session_id, [])
 
     async def wait_for_all_maintenance(self) -> None:
         """Wait until no background maintenance is pending (shutdown)."""
