@@ -187,6 +187,31 @@ async def test_bootstrap_runs_once_for_a_session_that_existed_before(
     assert all(not p.runtime_context.allow_deferred_compaction_execution for p in turn_maintains)
 
 
+async def test_a_failing_bootstrap_is_quarantined_and_the_run_goes_on(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    engine = engine_of()
+
+    async def explode(params: Any) -> BootstrapResult:
+        engine.calls.append(("bootstrap", params))
+        raise RuntimeError("bootstrap exploded")
+
+    engine._bootstrap = explode  # type: ignore[method-assign]
+    runtime = await runtime_with(tmp_path, server, engine)
+    try:
+        await seed_history(runtime, "s-boot", turns=1, size=20)
+        recorder = Recorder()
+        result = await runtime.run("hello", session_id="s-boot", on_event=recorder)
+        quarantines = runtime.context_engines.list_quarantines()
+    finally:
+        await runtime.aclose()
+    assert result.ok, result.error
+    assert [(q.engine_id, q.operation) for q in quarantines] == [("recording", "bootstrap")]
+    assert [e.unit for e in recorder.of("plugin_quarantined")] == ["context_engine:recording"]
+    # quarantined at once: the legacy engine served the rest of the run
+    assert engine.names() == ["bootstrap"]
+
+
 # --------------------------------------------------------------------------- background
 
 
