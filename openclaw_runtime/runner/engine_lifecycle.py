@@ -166,7 +166,15 @@ async def session_needs_bootstrap(engine: Any, services: RunServices, session_id
 async def bootstrap_context_engine(
     engine: Any, session: Session, *, session_key: str | None
 ) -> None:
-    """The engine's cold start for ``session``: ``bootstrap``, then foreground ``maintain``."""
+    """The engine's cold start for ``session``: ``bootstrap``, then foreground ``maintain``.
+    A failure is logged, never raised: the turn goes on without it (OpenClaw warns only)."""
+    try:
+        await _bootstrap(engine, session, session_key=session_key)
+    except Exception as exc:
+        logger.warning("context engine bootstrap of %s failed: %s", session.session_id, exc)
+
+
+async def _bootstrap(engine: Any, session: Session, *, session_key: str | None) -> None:
     if has_engine_method(engine, "bootstrap"):
         await engine.bootstrap(
             BootstrapParams(
@@ -251,28 +259,32 @@ async def maintain_after_turn(
     session_key: str | None,
     token_budget: int | None,
 ) -> str:
-    """Turn maintenance after a successful turn: ``skip``, ``foreground`` or ``background``."""
+    """Turn maintenance after a successful turn: ``skip``, ``foreground`` or ``background``.
+    A failure is logged, never raised: it must not turn a finished answer into a failure."""
     mode = resolve_maintenance_mode(
         "turn",
         has_maintain=has_engine_method(engine, "maintain"),
         turn_maintenance_mode=str(getattr(engine.info, "turn_maintenance_mode", "foreground")),
     )
-    if mode == "foreground":
-        await run_maintenance(
-            engine,
-            session,
-            "turn",
-            session_key=session_key,
-            runtime_context=maintenance_runtime_context(
-                session, background=False, token_budget=token_budget
-            ),
-        )
-    elif mode == "background":
-        schedule_background_maintenance(
-            engine,
-            services,
-            session_id=session.session_id,
-            session_key=session_key,
-            token_budget=token_budget,
-        )
+    try:
+        if mode == "foreground":
+            await run_maintenance(
+                engine,
+                session,
+                "turn",
+                session_key=session_key,
+                runtime_context=maintenance_runtime_context(
+                    session, background=False, token_budget=token_budget
+                ),
+            )
+        elif mode == "background":
+            schedule_background_maintenance(
+                engine,
+                services,
+                session_id=session.session_id,
+                session_key=session_key,
+                token_budget=token_budget,
+            )
+    except Exception as exc:
+        logger.warning("context engine turn maintenance of %s failed: %s", session.session_id, exc)
     return mode

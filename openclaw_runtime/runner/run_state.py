@@ -389,7 +389,8 @@ class RunState:
         return self.session
 
     def _compaction_in_flight(self) -> bool:
-        return self.compacting or self.services.maintenance_pending(self.session_id)
+        # a pending background pass is not in flight: it waits for the lane this run holds
+        return self.compacting
 
     def _continue_on(self, successor: Session) -> None:
         """The engine moved the conversation to ``successor``: the run goes on there."""
