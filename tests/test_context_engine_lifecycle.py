@@ -326,14 +326,11 @@ async def test_budget_compaction_of_an_owning_background_engine_is_deferred(
 # --------------------------------------------------------------------------- successor
 
 
-async def test_the_run_continues_on_the_compaction_successor_with_the_same_key(
-    tmp_path: Path, server: FaultInjectingOpenAIServer
-) -> None:
-    engine = engine_of(methods=("after_turn",))
-    runtime = await runtime_with(tmp_path, server, engine)
+def successor_mover(runtime: Runtime, new_id: str) -> Any:
+    """A ``compact`` that writes a short successor session and reports it."""
 
     async def move_to_successor(params: Any) -> CompactResult:
-        successor = await runtime.session_store.open_or_create("s-next", cwd=str(Path.cwd()))
+        successor = await runtime.session_store.open_or_create(new_id, cwd=str(Path.cwd()))
         try:
             await successor.append_message(UserMessage(content="SUMMARY OF EARLIER TURNS"))
             await successor.append_message(
@@ -351,11 +348,20 @@ async def test_the_run_continues_on_the_compaction_successor_with_the_same_key(
             ok=True,
             compacted=True,
             successor=CompactionSuccessor(
-                session_id="s-next", session_file=str(runtime.session_store.path_for("s-next"))
+                session_id=new_id, session_file=str(runtime.session_store.path_for(new_id))
             ),
         )
 
-    engine.compact_behaviour = move_to_successor
+    return move_to_successor
+
+
+async def test_the_run_continues_on_the_compaction_successor_with_the_same_key(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    engine = engine_of(methods=("after_turn",))
+    runtime = await runtime_with(tmp_path, server, engine)
+
+    engine.compact_behaviour = successor_mover(runtime, "s-next")
     try:
         first = await runtime.run("hello", session_key="chat:1")
         await seed_history(runtime, first.session_id, turns=2, size=20)
@@ -372,6 +378,28 @@ async def test_the_run_continues_on_the_compaction_successor_with_the_same_key(
     retried = json.dumps(server.requests[-2].body)
     assert "SUMMARY OF EARLIER TURNS" in retried and "after overflow" in retried
     assert "note 0" not in retried  # the old history stayed behind in the old session
+
+
+async def test_a_pre_prompt_compaction_successor_is_used_by_the_same_attempt(
+    tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    engine = engine_of(methods=("after_turn",), owns_compaction=True)
+    runtime = await runtime_with(tmp_path, server, engine, window=20_000)
+    engine.compact_behaviour = successor_mover(runtime, "s-pre-next")
+    try:
+        await seed_history(runtime, "s-pre-old", turns=12, size=4_000)
+        recorder = Recorder()
+        with anyio.fail_after(HANG_GUARD_S):
+            result = await runtime.run("what now", session_id="s-pre-old", on_event=recorder)
+    finally:
+        await runtime.aclose()
+    assert result.ok, result.error
+    assert [e.trigger for e in recorder.of("compaction_end")] == ["preemptive"]
+    assert result.session_id == "s-pre-next"
+    sent = json.dumps(server.requests[-1].body)
+    assert "SUMMARY OF EARLIER TURNS" in sent and "what now" in sent
+    assert "note 0" not in sent  # the attempt left the old, oversized history behind
+    assert len(server.requests) == 1  # one request: no overflow, no retry
 
 
 async def test_a_successor_outside_the_store_is_refused_and_the_run_stays(
