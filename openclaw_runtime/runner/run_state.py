@@ -51,6 +51,7 @@ from .session_ops import (
 
 if TYPE_CHECKING:
     from ..backends import Session
+    from .live import LiveRunHandle
     from .services import RunHost
 
 __all__ = ["DEFAULT_RESERVE_TOKENS", "RunEventCallback", "RunState"]
@@ -108,6 +109,10 @@ class RunState:
         self.api_keys: dict[str, str] = {}
         self.base_prompt = request.prompt
         self.start_leaf_id: str | None = None
+        #: the run's live handle (queues, abort) while it holds its session (``live_run``)
+        self.live: LiveRunHandle | None = None
+        #: transcript entries of the steered and follow-up messages the run delivered
+        self.live_entry_ids: set[str] = set()
         self._last_beat = 0.0
         self._emit_faults = 0
         #: why the last compaction ran out of the run's time (None: it did not); the attempt
@@ -207,6 +212,7 @@ class RunState:
             last_is_run_prompt=last_is_prompt,
             leaf_is_run_prompt=last_is_prompt and leaf_id == self.prompt_entry_id,
             tool_result_after_prompt=_tool_result_after(branch, self.prompt_entry_id),
+            last_is_live_message=leaf_id is not None and leaf_id in self.live_entry_ids,
         )
         if plan.drop_orphan:
             await set_aside_orphan_user_message(session)
@@ -222,6 +228,11 @@ class RunState:
     def absorb(self, outcome: AttemptOutcome) -> None:
         """Remember the attempt's entries, the run's prompt and its compactions."""
         self.run_entry_ids.update(outcome.entry_ids.values())
+        if self.live is not None:
+            for message in self.live.delivered:
+                entry_id = outcome.entry_ids.get(id(message))
+                if entry_id is not None:
+                    self.live_entry_ids.add(entry_id)
         if outcome.prompt_entry_id is not None and outcome.prompt_message is not None:
             text = outcome.prompt_message.content
             if self.prompt_message is None or (isinstance(text, str) and self.base_prompt in text):
@@ -309,6 +320,8 @@ class RunState:
         result: CompactResult | None = None
         unfinished = "compaction did not complete"
         self.compaction_timeout = None
+        if self.live is not None:
+            self.live.compacting = True
         try:
             # the run's timeout bounds a compaction like it bounds a model call: a hung
             # summary request is cancelled here, not 30 s later by the lane
@@ -339,6 +352,8 @@ class RunState:
             unfinished = f"compaction did not complete: {type(exc).__name__}: {exc}"
             raise
         finally:
+            if self.live is not None:
+                self.live.compacting = False
             # every compaction_start is closed, whatever ended the compaction
             with anyio.CancelScope(shield=True):
                 await self.emit(_compaction_end(trigger, result, unfinished))
