@@ -243,7 +243,7 @@ async def test_verbs_without_a_run_answer_like_openclaw(
     with pytest.raises(ValueError, match="empty"):
         await runtime.steer("   ", session_id="s")
     with pytest.raises(TypeError, match="str"):
-        await runtime.steer(42, session_id="s")  # type: ignore[arg-type]
+        await runtime.steer(42, session_id="s")
     with pytest.raises(ValueError, match="session_id"):
         runtime.is_run_active(session_id="")
     assert server.requests == []
