@@ -317,3 +317,36 @@ async def test_steer_from_another_runtime_on_the_same_state_dir_reaches_the_run(
     # once the run ended the inbox has no owner: refused
     late = await other.steer("late", session_key="chat:x")
     assert late.reason == "no_active_run"
+
+
+# --------------------------------------------------------------------------- the README example
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_live_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    marker = text.index("<!-- live-run example:")
+    start = text.index("```python\n", marker) + len("```python\n")
+    return text[start : text.index("```", start)]
+
+
+async def test_the_readme_steering_example_runs(
+    server: FaultInjectingOpenAIServer, make_runtime: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runtime = make_runtime(server)
+    server.inject(Fault(kind="hold", model="main", after_chunks=2))
+    namespace: dict[str, Any] = {}
+    exec(compile(readme_live_example(), str(README), "exec"), namespace)
+
+    async def release_when_held() -> None:
+        await held(server)
+        server.release_holds()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(release_when_held)
+        text = await namespace["review_with_a_late_remark"](runtime)
+    assert capsys.readouterr().out.strip() == "True queued"
+    assert STEER in text
+    sent = [user_texts(r) for r in server.requests]
+    assert sum(STEER in u for users in sent[-1:] for u in users) == 1
