@@ -30,6 +30,7 @@ from tests.test_run_recovery import (
     build_runtime,
     file_entries,
     get_weather,
+    seed_history,
 )
 
 pytestmark = pytest.mark.anyio
@@ -247,6 +248,30 @@ async def test_verbs_without_a_run_answer_like_openclaw(
     with pytest.raises(ValueError, match="session_id"):
         runtime.is_run_active(session_id="")
     assert server.requests == []
+
+
+async def test_a_compacting_run_refuses_steers_and_takes_follow_ups(make_runtime: Any) -> None:
+    with FaultInjectingOpenAIServer(models={"main": 64_000, "mini": 64_000}, keys=KEYS) as server:
+        # the run's model plans with a 16 000-token window: the history is compacted before
+        # the prompt is sent, by the summarizer "mini" whose first answer is held
+        runtime = make_runtime(server, window=16_000, agent={"compaction_model": "backup/mini"})
+        await seed_history(runtime, "s-compact", turns=6, size=8_000)
+        server.inject(Fault(kind="hold", model="mini", after_chunks=1))
+        run, recorder = RunInBackground(), Recorder()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: run(runtime, "go on", session_id="s-compact", on_event=recorder))
+            await held(server)
+            assert recorder.of("compaction_start")
+            assert runtime.is_run_active(session_id="s-compact")
+            assert not runtime.is_run_streaming(session_id="s-compact")
+            steer = await runtime.steer("ignored?", session_id="s-compact")
+            assert steer == LiveMessageResult(False, "compacting", "s-compact")
+            assert (await runtime.follow_up("then summarize", session_id="s-compact")).accepted
+            server.release_holds()
+        assert run.result.ok, run.result.error
+        answers = [r for r in server.requests if r.model == "main"]
+        assert [user_texts(r)[-1] for r in answers] == ["go on", "then summarize"]
+        assert not any("ignored?" in str(r.body) for r in server.requests)
 
 
 # --------------------------------------------------------------------------- failover
