@@ -71,6 +71,21 @@ def texts_of(messages: list[Any]) -> list[tuple[str, str]]:
     return [(m.role, m.text()) for m in messages if isinstance(m, UserMessage | AssistantMessage)]
 
 
+class Streamed:
+    """An ``on_event`` that notes when the answer has visible text (set ``text_seen``),
+    passing every event on to ``then``."""
+
+    def __init__(self, then: Any = None) -> None:
+        self.then = then
+        self.text_seen = anyio.Event()
+
+    def __call__(self, event: Any) -> None:
+        if event.type == "message_update" and event.message.text():
+            self.text_seen.set()
+        if self.then is not None:
+            self.then(event)
+
+
 class RunInBackground:
     """Start ``runtime.run`` in a task group and keep its result."""
 
@@ -201,10 +216,12 @@ async def test_abort_run_keeps_the_partial_answer_as_an_aborted_message(
     runtime = make_runtime(server)
     server.inject(Fault(kind="hold", model="main", after_chunks=3))
     run, recorder = RunInBackground(), Recorder()
+    streamed = Streamed(recorder)
     prompt = "tell me a long story about lighthouses"
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: run(runtime, prompt, session_key="chat:a", on_event=recorder))
+        tg.start_soon(lambda: run(runtime, prompt, session_key="chat:a", on_event=streamed))
         await held(server)
+        await streamed.text_seen.wait()  # the client has read what the server sent
         # still running after a short wait: the stream is held
         assert not await runtime.wait_for_run_end(session_key="chat:a", timeout_s=0.05)
         assert await runtime.abort_run(session_key="chat:a")
