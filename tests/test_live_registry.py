@@ -199,3 +199,24 @@ async def test_inbox_redacts_secrets_and_rejects_bad_session_ids(tmp_path: Path)
     assert secret not in (tmp_path / "live" / "s1.inbox.jsonl").read_text()
     with pytest.raises(ValueError):
         await inbox.push("../escape", "steer", "x")
+
+
+async def test_inbox_open_waits_off_the_loop_when_the_lock_is_held(tmp_path: Path) -> None:
+    import filelock
+
+    inbox = FileLiveInbox(tmp_path / "live")
+    (tmp_path / "live").mkdir()
+    other = filelock.FileLock(tmp_path / "live" / "s1.lock")  # another writer holds it
+    other.acquire()
+    opened = anyio.Event()
+
+    async def open_inbox() -> None:
+        await inbox.open("s1", "r1")
+        opened.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(open_inbox)
+        await anyio.wait_all_tasks_blocked()
+        assert not opened.is_set()  # waiting for the lock, in a thread: the loop runs on
+        other.release()
+    assert opened.is_set() and await inbox.owned("s1")

@@ -60,16 +60,19 @@ class FileLiveInbox:
         base = self.directory
         return base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
 
-    def _lock(self, path: Path) -> filelock.FileLock:
-        return filelock.FileLock(path, timeout=self.lock_timeout, mode=0o600)
+    def _lock(self, path: Path, timeout: float | None = None) -> filelock.FileLock:
+        wait = self.lock_timeout if timeout is None else timeout
+        return filelock.FileLock(path, timeout=wait, mode=0o600)
 
-    def _locked(self, session_id: str, fn: Any) -> Any:
+    def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
         owner, inbox, lock = self._paths(session_id)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            with self._lock(lock):
+            with self._lock(lock, timeout):
                 return fn(owner, inbox)
         except filelock.Timeout:
+            if timeout == 0:
+                raise
             raise SteeringStoreError(
                 f"timed out after {self.lock_timeout}s waiting for {str(lock)!r}"
             ) from None
@@ -80,13 +83,13 @@ class FileLiveInbox:
 
     # the owner ---------------------------------------------------------------------------------
 
-    def open_sync(self, session_id: str, run_id: str) -> None:
+    def open_sync(self, session_id: str, run_id: str, *, timeout: float | None = None) -> None:
         """This process's run of ``session_id`` owns the inbox from now on."""
 
         def apply(owner: Path, _inbox: Path) -> None:
             owner.write_bytes(orjson.dumps({"pid": os.getpid(), "runId": run_id}))
 
-        self._locked(session_id, apply)
+        self._locked(session_id, apply, timeout=timeout)
 
     def take_sync(self, session_id: str) -> list[LiveMessage]:
         """The messages that arrived, oldest first (emptying the inbox)."""
@@ -99,7 +102,9 @@ class FileLiveInbox:
 
         return cast("list[LiveMessage]", self._locked(session_id, apply))
 
-    def close_sync(self, session_id: str, run_id: str) -> list[LiveMessage]:
+    def close_sync(
+        self, session_id: str, run_id: str, *, timeout: float | None = None
+    ) -> list[LiveMessage]:
         """The run ended: give the inbox up (if this run still owns it); returns what arrived
         after the last drain."""
 
@@ -111,7 +116,7 @@ class FileLiveInbox:
                 owner.unlink()
             return _read_and_remove(inbox)
 
-        return cast("list[LiveMessage]", self._locked(session_id, apply))
+        return cast("list[LiveMessage]", self._locked(session_id, apply, timeout=timeout))
 
     # everyone else -----------------------------------------------------------------------------
 
@@ -141,8 +146,12 @@ class FileLiveInbox:
     # async faces -------------------------------------------------------------------------------
 
     async def open(self, session_id: str, run_id: str) -> None:
-        """``open_sync`` off the event loop."""
-        await anyio.to_thread.run_sync(self.open_sync, session_id, run_id)
+        """``open_sync``: on the loop when the lock is free at once (a few small local file
+        operations; a thread hop costs a run more than the work), else off the loop."""
+        try:
+            self.open_sync(session_id, run_id, timeout=0)
+        except filelock.Timeout:
+            await anyio.to_thread.run_sync(self.open_sync, session_id, run_id)
 
     async def take(self, session_id: str) -> list[LiveMessage]:
         """``take_sync``; the empty case is a ``stat`` on the loop."""
@@ -151,8 +160,11 @@ class FileLiveInbox:
         return await anyio.to_thread.run_sync(self.take_sync, session_id)
 
     async def close(self, session_id: str, run_id: str) -> list[LiveMessage]:
-        """``close_sync`` off the event loop."""
-        return await anyio.to_thread.run_sync(self.close_sync, session_id, run_id)
+        """``close_sync``, on the loop when the lock is free at once (see ``open``)."""
+        try:
+            return self.close_sync(session_id, run_id, timeout=0)
+        except filelock.Timeout:
+            return await anyio.to_thread.run_sync(self.close_sync, session_id, run_id)
 
     async def push(self, session_id: str, kind: Literal["steer", "follow_up"], text: str) -> bool:
         """``push_sync`` off the event loop."""
