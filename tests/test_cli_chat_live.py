@@ -141,3 +141,24 @@ def test_chat_steers_typed_lines_and_ctrl_c_cancels_only_the_answer(
     assert last["stopReason"] == "aborted" and messages[-1]["role"] == "custom"
     partial = "".join(block.get("text", "") for block in last["content"])
     assert partial and "You said: tell me a long story".startswith(partial)
+
+
+def test_chat_reports_a_bad_model_as_an_error_line_not_a_traceback(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_RUNTIME_")}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        OPENCLAW_RUNTIME_PLUGINS="",
+        OPENCLAW_RUNTIME_STATE_DIR=str(tmp_path / "state"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "openclaw_runtime", "chat", "--steer", "--model", "nope/none"],
+        env=env,
+        input="hi\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "unknown model 'nope/none'" in done.stderr
+    assert "Traceback" not in done.stderr and "ExceptionGroup" not in done.stderr

@@ -124,11 +124,17 @@ async def run_live_turn(
             for line in held:
                 reader.push_back(line)
 
+    failed: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(on_sigint)
         if lines is not None:
             tg.start_soon(steer_lines, lines)
-        result = await run()
+        try:
+            result = await run()
+        except Exception as exc:  # raised as is (not in a group): the CLI reports it
+            failed = exc
         tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
     assert result is not None
     return result, cancelled
