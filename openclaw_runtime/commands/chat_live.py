@@ -18,6 +18,7 @@ Steering typed lines is the default on a terminal; ``--steer`` turns it on for p
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
@@ -98,7 +99,11 @@ async def run_live_turn(
 
     async def on_sigint() -> None:
         nonlocal cancelled
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        with contextlib.ExitStack() as stack:
+            try:
+                signals = stack.enter_context(anyio.open_signal_receiver(signal.SIGINT))
+            except (NotImplementedError, RuntimeError, ValueError):
+                return  # no signal handlers here (not the main thread, Windows): as before
             async for _ in signals:
                 if await runtime.abort_run(session_id=session_id, reason="cancelled with Ctrl-C"):
                     cancelled = True
