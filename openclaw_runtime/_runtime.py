@@ -23,6 +23,7 @@ from ._hooks import Hooks
 from ._plugin_report import plugin_report
 from ._plugins import PluginRecord, get_plugin_manager, resolve_plugin_policy
 from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
+from ._runtime_live import LiveRunVerbs
 from .agent import Agent, AgentTool
 from .config import PluginSettings, RuntimeConfig
 from .containment import BreakerPolicy, FaultRecord, PluginGuard, component_unit
@@ -58,11 +59,13 @@ def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
     )
 
 
-class Runtime:
+class Runtime(LiveRunVerbs):
     """A configured openclaw-runtime host.
 
     ``Runtime()`` reads no files; pass a ``RuntimeConfig`` (or a dict, or
     ``RuntimeConfig.load()``). Entry-point plugins load unless ``load_entrypoints=False``.
+    The live-run verbs (``steer``, ``follow_up``, ``abort_run``, ``is_run_active``,
+    ``is_run_streaming``, ``wait_for_run_end``) come from ``LiveRunVerbs``.
     """
 
     def __init__(

@@ -85,7 +85,9 @@ class AgentDefaults(PromptSettings, _Section):
     ``global_cap_scope = "machine"`` (shared by the processes on one state dir);
     ``context_tokens`` caps the model's context window; ``max_tokens`` caps each model
     call's output (default: the model's ``max_tokens``); ``compaction_model`` summarizes
-    (default: the run's model). The system-prompt and skills keys (``prompt_mode``,
+    (default: the run's model); ``steering_mode`` / ``follow_up_mode`` say whether a live
+    run takes its queued steered / follow-up messages ``one-at-a-time`` (the default, as in
+    OpenClaw) or ``all`` at each drain point. The system-prompt and skills keys (``prompt_mode``,
     ``workspace``, ``skills_dir``, ``timezone``...) come from ``PromptSettings``.
     """
 
@@ -102,6 +104,8 @@ class AgentDefaults(PromptSettings, _Section):
     max_tokens: int | None = Field(default=None, gt=0, strict=True)
     compaction_model: str | None = None
     keep_recent_tokens: int = Field(default=20_000, gt=0)
+    steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
+    follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     run_retries: RunRetrySettings = Field(default_factory=RunRetrySettings)
     tools: ToolPolicySettings = Field(default_factory=ToolPolicySettings)  # docs/tools.md
     reply: ReplySettings = Field(default_factory=ReplySettings)  # [agent.reply]

@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         (
             "_runtime",
+            "_runtime_live",
             "_plugins",
             "hookspecs",
             "_hooks",

@@ -42,6 +42,11 @@ RUNNER_PUBLIC_API = {
     "JsonFileSteeringStore",
     "RecordsSteeringStore",
     "JsonFileSessionIndex",
+    # the live-run registry behind Runtime.steer & co. (issue 15 §1)
+    "LiveMessageResult",
+    "LiveRunHandle",
+    "LiveRunRegistry",
+    "FileLiveInbox",
 }
 
 

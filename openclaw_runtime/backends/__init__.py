@@ -30,7 +30,13 @@ from .lanes import (
     is_session_lane,
 )
 from .sessions import Session, SessionIndex, SessionIndexEntry, SessionStore
-from .steering import SteeringLease, SteeringStore, SteeringStoreError, SubagentRunRecord
+from .steering import (
+    LiveInbox,
+    SteeringLease,
+    SteeringStore,
+    SteeringStoreError,
+    SubagentRunRecord,
+)
 
 __all__ = [
     "BACKEND_KINDS",
@@ -42,6 +48,7 @@ __all__ = [
     "LaneLease",
     "LaneReentryError",
     "LaneTimeoutError",
+    "LiveInbox",
     "Priority",
     "Session",
     "SessionIndex",

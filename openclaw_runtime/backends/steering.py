@@ -22,6 +22,7 @@ from .._exceptions import OpenClawRuntimeError
 
 __all__ = [
     "DeliveryStatus",
+    "LiveInbox",
     "PendingFinalDeliveryPayload",
     "Runs",
     "SteeringLease",
@@ -237,3 +238,25 @@ class SteeringStore(Protocol):
         ``suspended`` for a suspended delivery; attempt count kept, ``error`` recorded);
         returns how many were still owned by this lease."""
         ...
+
+
+@runtime_checkable
+class LiveInbox(Protocol):
+    """Optional: a steering store with a ``live_inbox`` of this shape carries ``steer`` and
+    ``follow_up`` messages to a run of another process (``runner.live_inbox``). The run's
+    process ``open``s the session's inbox and ``close``s it when the run ends; ``push``
+    appends only while a live owner holds it (False otherwise); ``take`` empties it."""
+
+    async def open(self, session_id: str, run_id: str) -> None: ...
+
+    async def take(self, session_id: str) -> list[tuple[Literal["steer", "follow_up"], str]]: ...
+
+    async def close(
+        self, session_id: str, run_id: str
+    ) -> list[tuple[Literal["steer", "follow_up"], str]]: ...
+
+    async def push(
+        self, session_id: str, kind: Literal["steer", "follow_up"], text: str
+    ) -> bool: ...
+
+    async def owned(self, session_id: str) -> bool: ...

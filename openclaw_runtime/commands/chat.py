@@ -2,7 +2,9 @@
 
 Lines are prompts; ``/exit``, ``/new``, ``/compact``, ``/session`` and ``/help`` are commands.
 It reads stdin line by line, so it works the same typed or piped (``printf 'hi\\n/exit\\n' |
-openclaw-runtime chat``); the prompt marker is only shown on a terminal. One runtime serves the
+openclaw-runtime chat``); the prompt marker is only shown on a terminal. On a terminal (or
+with ``--steer``) a line typed while the answer streams is steered into it, and Ctrl-C
+cancels the answer, not the chat (``chat_live``). One runtime serves the
 whole conversation, so its lanes, HTTP connections and auth ledger are shared by every turn.
 """
 
@@ -19,6 +21,7 @@ import click
 from .._runtime import Runtime
 from ..config import RuntimeConfig
 from ._common import command_errors, load_config
+from .chat_live import LineReader, run_live_turn
 from .run import (
     THINKING_LEVELS,
     TurnPrinter,
@@ -47,6 +50,7 @@ class _Chat:
     session_key: str | None
     options: dict[str, Any] = field(default_factory=dict)
     events: bool = False
+    steer: bool = False
 
 
 @click.command()
@@ -60,6 +64,11 @@ class _Chat:
 )
 @max_tokens_option
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@click.option(
+    "--steer/--no-steer",
+    default=None,
+    help="Steer lines typed during an answer into it (default: on a terminal).",
+)
 @click.pass_context
 @command_errors
 def chat(
@@ -73,13 +82,15 @@ def chat(
     thinking: str | None,
     max_tokens: int | None,
     events: bool,
+    steer: bool | None,
 ) -> None:
     """Chat on one session: type a message, get a streamed answer (/help for commands)."""
     config, options = request_options(
         load_config(ctx), model=model, provider=provider, base_url=base_url, max_tokens=max_tokens
     )
     options.update(timeout_s=timeout, thinking_level=thinking)
-    state = _Chat(session_id, session_key, options, events)
+    live = sys.stdin.isatty() if steer is None else steer
+    state = _Chat(session_id, session_key, options, events, live)
     anyio.run(_loop, config, state)
 
 
@@ -92,12 +103,16 @@ async def _loop(config: RuntimeConfig, state: _Chat) -> None:
             state.session_id = uuid.uuid4().hex
         if interactive:
             click.echo(f"session {state.session_id} · /help for commands, /exit to leave", err=True)
+        lines = LineReader() if state.steer else None
         while True:
             if interactive:
                 click.echo("› ", nl=False, err=True)
-            # a blocking read is fine: between turns nothing else runs on this loop
-            line = sys.stdin.readline()
-            if not line:
+            if lines is not None:
+                line = await lines.next()
+            else:
+                # a blocking read is fine: between turns nothing else runs on this loop
+                line = sys.stdin.readline() or None
+            if line is None:
                 break
             text = line.strip()
             if not text:
@@ -106,21 +121,27 @@ async def _loop(config: RuntimeConfig, state: _Chat) -> None:
                 if not await _command(runtime, state, text):
                     break
                 continue
-            await _turn(runtime, state, text)
+            await _turn(runtime, state, text, lines)
 
 
-async def _turn(runtime: Runtime, state: _Chat, prompt: str) -> None:
+async def _turn(runtime: Runtime, state: _Chat, prompt: str, lines: LineReader | None) -> None:
     printer = TurnPrinter(events=state.events)
-    result = await runtime.run(
-        prompt,
-        on_event=printer,
-        session_id=state.session_id,
-        session_key=state.session_key,
-        **state.options,
-    )
+    session_id = state.session_id
+    assert session_id is not None
+
+    async def run() -> Any:
+        return await runtime.run(
+            prompt,
+            on_event=printer,
+            session_id=session_id,
+            session_key=state.session_key,
+            **state.options,
+        )
+
+    result, cancelled = await run_live_turn(runtime, run, session_id=session_id, lines=lines)
     printer.finish(result)
     state.session_id = result.session_id
-    if not result.ok:
+    if not result.ok and not cancelled:
         report_failure(result)
 
 

@@ -2,7 +2,8 @@
 
 ``Runtime.run(...)`` is the usual door; ``run_embedded_agent(host, request)`` is the same
 thing with an explicit ``RunRequest``, and ``compact_session_queued`` compacts a session
-outside a run. A host hands a run its backends as ``RunServices`` and answers the
+outside a run; a running turn is reached through ``LiveRunRegistry`` (``Runtime.steer`` &
+co.). A host hands a run its backends as ``RunServices`` and answers the
 ``RunHost``/``RunHooks`` protocols; a run returns a ``RunResult`` and emits the events below.
 The built-in lane, steering-store and session-index backends are here too (their protocols
 and errors are ``openclaw_runtime.backends``'s).
@@ -36,6 +37,8 @@ from .events import (
 )
 from .file_lanes import FileLanes
 from .lanes import InProcessLanes
+from .live import LiveMessageResult, LiveRunHandle, LiveRunRegistry
+from .live_inbox import FileLiveInbox
 from .outcome import AgentRunTerminalOutcome
 from .reply_payload import ReplyPayload
 from .request import RunErrorInfo, RunRequest, RunResult
@@ -55,12 +58,16 @@ __all__ = [
     "CompactionStart",
     "ContextWindowWarning",
     "FileLanes",
+    "FileLiveInbox",
     "InMemorySteeringStore",
     "InProcessLanes",
     "JsonFileSessionIndex",
     "JsonFileSteeringStore",
     "LaneAcquired",
     "LaneWait",
+    "LiveMessageResult",
+    "LiveRunHandle",
+    "LiveRunRegistry",
     "PluginFaultRaised",
     "PluginQuarantined",
     "ProfileRotated",

@@ -191,6 +191,9 @@ class AttemptSpec:
     enforce_final_tag: bool = False
     #: the run's session now (a compaction may move the run to the engine's successor)
     current_session: Callable[[], Session] | None = None
+    #: the live run's queues (``LiveRunHandle``): drained at turn boundaries / when it would end
+    get_steering_messages: Callable[[], Awaitable[list[Any]]] | None = None
+    get_follow_up_messages: Callable[[], Awaitable[list[Any]]] | None = None
 
 
 @dataclass
@@ -372,6 +375,8 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         model=spec.model,
         should_stop_after_turn=stop_after_turn,
         transform_context=_pipeline(spec),
+        get_steering_messages=spec.get_steering_messages,
+        get_follow_up_messages=spec.get_follow_up_messages,
         get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
         thinking_level=spec.thinking_level,
         stream_options=StreamOptions(

@@ -8,6 +8,10 @@ instructions go in a short user message of their own, because rewinding would un
 compaction). A trailing user message found at the start of a run is an orphan of a crashed run
 and is set aside, as OpenClaw does, so two user turns never follow each other.
 
+A steered or follow-up message the live run already delivered (``Runtime.steer``) is part
+of the conversation: a retry after it (another auth profile, another model) continues from
+it, so it reaches the retried context once and is never followed by the prompt again.
+
 Once a tool result of this run follows its prompt, the prompt is never sent again: the model
 would read the request afresh and run the (possibly side-effecting) tools a second time. The
 retry then continues after the tool results, with the retry instructions as a short user
@@ -46,6 +50,7 @@ def plan_attempt_input(
     last_is_run_prompt: bool,
     leaf_is_run_prompt: bool,
     tool_result_after_prompt: bool = False,
+    last_is_live_message: bool = False,
 ) -> AttemptInputPlan:
     """Decide how the next attempt starts.
 
@@ -58,12 +63,15 @@ def plan_attempt_input(
     | retry   | the run's prompt, entries after it | some      | prompt with additions only   |
     | retry   | a tool result                      | none      | continue                     |
     | retry   | a tool result                      | some      | prompt with additions only   |
+    | retry   | a delivered steer / follow-up      | none      | continue                     |
+    | retry   | a delivered steer / follow-up      | some      | prompt with additions only   |
     | retry   | else, a tool result after prompt   | some      | prompt with additions only   |
     | retry   | else, a tool result after prompt   | none      | prompt: continue instruction |
     | retry   | anything else                      | any       | prompt + additions           |
 
     ``tool_result_after_prompt``: a tool result of this run sits on the branch after the run's
-    prompt, so re-sending the prompt could run its tools twice.
+    prompt, so re-sending the prompt could run its tools twice. ``last_is_live_message``: the
+    branch ends with a steered or follow-up message this run delivered.
     """
     extra = [text for text in additions if text and text.strip()]
     if first_attempt:
@@ -80,7 +88,7 @@ def plan_attempt_input(
                 mode="prompt", prompt=compose_attempt_prompt(base_prompt, extra), rewind_prompt=True
             )
         return AttemptInputPlan(mode="prompt", prompt="\n\n".join(extra))
-    if last_role == "toolResult":
+    if last_role == "toolResult" or last_is_live_message:
         if not extra:
             return AttemptInputPlan(mode="continue")
         return AttemptInputPlan(mode="prompt", prompt="\n\n".join(extra))

@@ -24,6 +24,7 @@ from ..failover import FailoverReason, is_context_overflow_error, signal_from_as
 from ..failover.events import redact_secret_text
 from .attempt import AttemptOutcome, AttemptSpec, run_attempt
 from .attempt_failures import FailureRecovery
+from .attempt_input import AttemptInputPlan
 from .attempt_loop_base import RETRY, ClassifiedFailure, reason_text, to_retry_facts
 from .attempt_recovery import RecoveryChains
 from .breaker import (
@@ -103,9 +104,25 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 additions=names,
             )
         )
-        request = run.request
+        live = run.live
+        if live is not None:
+            live.stopped, live.streaming = False, True
+        try:
+            outcome = await self._run_attempt(attempt_no, plan, api_key)
+        finally:
+            if live is not None:
+                live.streaming = False
+        run.absorb(outcome)
+        for usage in outcome.facts.usages:
+            run.usage.add(usage)
+        return outcome
+
+    async def _run_attempt(
+        self, attempt_no: int, plan: AttemptInputPlan, api_key: str | None
+    ) -> AttemptOutcome:
+        run, model, request, live = self.run, self.model, self.run.request, self.run.live
         assert run.session is not None
-        outcome = await run_attempt(
+        return await run_attempt(
             AttemptSpec(
                 attempt=attempt_no,
                 session=run.session,
@@ -138,12 +155,10 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 max_tokens=self.max_tokens,
                 enforce_final_tag=run.config.agent.reply.enforce_final_tag,
                 current_session=run.current_session,
+                get_steering_messages=None if live is None else live.drain_steering,
+                get_follow_up_messages=None if live is None else live.drain_follow_ups,
             )
         )
-        run.absorb(outcome)
-        for usage in outcome.facts.usages:
-            run.usage.add(usage)
-        return outcome
 
     def _classify(self, outcome: AttemptOutcome) -> ClassifiedFailure:
         assistant = outcome.assistant

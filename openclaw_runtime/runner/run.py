@@ -65,6 +65,7 @@ from .lane_policy import (
     resolve_session_lane,
 )
 from .lanes import LaneTimeoutError
+from .live_run import live_run_scope
 from .outcome import build_agent_run_terminal_outcome
 from .prompt import resolve_run_prompt
 from .reply_payload import ReplyPayload
@@ -320,7 +321,7 @@ class _Run(RunState):
             lease = await self._lease_steering()
             result: RunResult | None = None
             try:
-                async with anyio.create_task_group() as tg:
+                async with live_run_scope(self), anyio.create_task_group() as tg:
                     self.task_group = tg
                     result = self.reached = await self._fallback_chain()
             finally:

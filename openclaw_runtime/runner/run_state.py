@@ -57,6 +57,7 @@ from .session_ops import (
 
 if TYPE_CHECKING:
     from ..backends import Session
+    from .live import LiveRunHandle
     from .services import RunHost
 
 __all__ = ["DEFAULT_RESERVE_TOKENS", "RunEventCallback", "RunState"]
@@ -114,6 +115,10 @@ class RunState:
         self.api_keys: dict[str, str] = {}
         self.base_prompt = request.prompt
         self.start_leaf_id: str | None = None
+        #: the run's live handle (queues, abort) while it holds its session (``live_run``)
+        self.live: LiveRunHandle | None = None
+        #: transcript entries of the steered and follow-up messages the run delivered
+        self.live_entry_ids: set[str] = set()
         self._last_beat = 0.0
         self._emit_faults = 0
         #: why the last compaction ran out of the run's time (None: it did not); the attempt
@@ -215,6 +220,7 @@ class RunState:
             last_is_run_prompt=last_is_prompt,
             leaf_is_run_prompt=last_is_prompt and leaf_id == self.prompt_entry_id,
             tool_result_after_prompt=_tool_result_after(branch, self.prompt_entry_id),
+            last_is_live_message=leaf_id is not None and leaf_id in self.live_entry_ids,
         )
         if plan.drop_orphan:
             await set_aside_orphan_user_message(session)
@@ -230,6 +236,11 @@ class RunState:
     def absorb(self, outcome: AttemptOutcome) -> None:
         """Remember the attempt's entries, the run's prompt and its compactions."""
         self.run_entry_ids.update(outcome.entry_ids.values())
+        if self.live is not None:
+            for message in self.live.delivered:
+                entry_id = outcome.entry_ids.get(id(message))
+                if entry_id is not None:
+                    self.live_entry_ids.add(entry_id)
         if outcome.prompt_entry_id is not None and outcome.prompt_message is not None:
             text = outcome.prompt_message.content
             if self.prompt_message is None or (isinstance(text, str) and self.base_prompt in text):
@@ -334,6 +345,8 @@ class RunState:
             return result
         snapshot = PreCompactionSnapshot.capture(session, self._compaction_in_flight)
         self.compacting = True
+        if self.live is not None:
+            self.live.compacting = True
         try:
             # the run's timeout bounds a compaction like it bounds a model call: a hung
             # summary request is cancelled here, not 30 s later by the lane
@@ -374,6 +387,8 @@ class RunState:
             raise
         finally:
             self.compacting = False
+            if self.live is not None:
+                self.live.compacting = False
             # every compaction_start is closed, whatever ended the compaction
             with anyio.CancelScope(shield=True):
                 await self.emit(_compaction_end(trigger, result, unfinished))

@@ -20,6 +20,7 @@ import anyio
 
 from .._exceptions import OpenClawRuntimeError
 from ..backends import BACKEND_KINDS
+from .live import LiveRunRegistry
 
 if TYPE_CHECKING:
     from .._registry import Registration
@@ -143,6 +144,8 @@ class RunServices:
         self._maintenance_faults: dict[str, list[PluginFault]] = {}
         #: Sessions kept open between turns (parsed once, refreshed by a stat per turn).
         self.max_open_sessions = max_open_sessions
+        #: The runs of this host that are live now, by session (``Runtime.steer`` & co.).
+        self.live_runs = LiveRunRegistry()
 
     @classmethod
     def of(

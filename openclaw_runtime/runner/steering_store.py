@@ -33,6 +33,7 @@ from ..backends.steering import (
     SubagentRunRecord,
 )
 from ..redaction import contains_secret, package_logger, redact_data
+from .live_inbox import FileLiveInbox
 from .steering import (
     ack_leased_agent_steering_items_from_subagent_runs,
     lease_pending_agent_steering_items_from_subagent_runs,
@@ -149,6 +150,8 @@ class JsonFileSteeringStore(RecordsSteeringStore):
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
         self._swept = False  # stale temp files of dead writers removed (once, at first read)
+        #: steer / follow-up messages for runs of other processes (``<dir>/live/``)
+        self.live_inbox = FileLiveInbox(self.path.parent / "live", lock_timeout=lock_timeout)
 
     def __repr__(self) -> str:
         return f"JsonFileSteeringStore({str(self.path)!r})"

@@ -54,6 +54,10 @@ class Owner(Protocol):
 
     def _next_id(self) -> int: ...
 
+    def _begin_hold(self) -> int: ...
+
+    def _hold_released(self, generation: int) -> bool: ...
+
     def _track(self, connection: Connection) -> bool: ...
 
     def _untrack(self, connection: Connection) -> None: ...
@@ -264,6 +268,26 @@ class Handler(BaseHTTPRequestHandler):
         if self._wait_for_disconnect():
             raise ClientGone()
 
+    def _hold(self) -> None:
+        """Pause a stream until ``release_holds()``; a client that leaves ends it."""
+        owner = self._owner
+        generation = owner._begin_hold()
+        sock = self.connection
+        while not owner._hold_released(generation):
+            if owner._stopping.is_set():
+                raise ClientGone()
+            try:
+                readable, _, _ = select.select([sock], [], [], POLL_S)
+            except (OSError, ValueError):
+                raise ClientGone() from None
+            if readable:
+                try:
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        raise ClientGone()
+                except OSError:
+                    raise ClientGone() from None
+                owner._stopping.wait(POLL_S)
+
     def _completion(self, plan: Plan) -> None:
         completion = plan.completion
         assert completion is not None
@@ -302,7 +326,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # no terminating chunk: the body is cut
             shutdown_socket(self.connection)
             return
-        for event in events:
+        for position, event in enumerate(events):
+            if position == completion.hold_after:
+                self._hold()
             self._write_chunk(b"data: " + orjson.dumps(event) + b"\n\n")
         self._write_chunk(b"data: [DONE]\n\n")
         self._write(b"0\r\n\r\n")

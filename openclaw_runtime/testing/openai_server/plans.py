@@ -27,6 +27,7 @@ class Completion:
     prompt_tokens: int = 0
     cut_after: int | None = None  # send this many SSE events, then drop the connection
     error_event: Any = None  # sent as the last event before a cut
+    hold_after: int | None = None  # send this many SSE events, then wait for release_holds()
 
 
 @dataclass(slots=True)

@@ -44,6 +44,7 @@ FAULT_KINDS = frozenset(
         "context_overflow",
         "cut_stream",
         "hang",
+        "hold",
         "delay",
         "empty",
         "reasoning_only",
@@ -77,7 +78,10 @@ class Fault:
     ``retry_after_s`` (the ``retry-after`` header of ``"rate_limit"``; ``None`` sends none),
     ``after_chunks`` (SSE events sent before ``"cut_stream"`` closes the connection),
     ``before_headers`` (``"hang"`` before the status line instead of after the headers),
-    ``seconds`` (``"delay"``). Matchers: ``model`` and ``api_key`` (``None`` matches any).
+    ``seconds`` (``"delay"``). ``"hold"`` streams the brain's (or a queued ``Reply``'s)
+    answer, but stops after ``after_chunks`` SSE events and holds the stream open until the
+    test calls ``release_holds()`` (or the client goes away), then finishes it normally.
+    Matchers: ``model`` and ``api_key`` (``None`` matches any).
     A ``"cut_stream"`` fault with a ``body`` sends it as one last SSE ``data:`` event (a
     provider's mid-stream error) before it closes the connection. ``echo_key``: every
     ``{api_key}`` in ``body`` becomes the request's full API key, as providers that repeat

@@ -92,6 +92,8 @@ class FaultInjectingOpenAIServer:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: set[Connection] = set()
+        self._holds = 0  # streams that reached a "hold" fault's pause, ever
+        self._hold_generation = 0  # bumped by release_holds()
 
     # lifecycle -------------------------------------------------------------------------------
 
@@ -247,6 +249,35 @@ class FaultInjectingOpenAIServer:
                 self._disconnect_cond.wait(remaining)
             return True
 
+    def wait_for_held(self, count: int = 1, timeout: float = 5.0) -> bool:
+        """Block until ``count`` streams (ever) paused at a ``"hold"`` fault; False on
+        timeout. From async code: ``await anyio.to_thread.run_sync(server.wait_for_held)``."""
+        deadline = time.monotonic() + timeout
+        with self._disconnect_cond:
+            while self._holds < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._disconnect_cond.wait(remaining)
+            return True
+
+    def release_holds(self) -> None:
+        """Let every stream paused at a ``"hold"`` fault finish."""
+        with self._disconnect_cond:
+            self._hold_generation += 1
+            self._disconnect_cond.notify_all()
+
+    def _begin_hold(self) -> int:
+        """A stream pauses (handler threads): count it; the generation it waits past."""
+        with self._disconnect_cond:
+            self._holds += 1
+            self._disconnect_cond.notify_all()
+            return self._hold_generation
+
+    def _hold_released(self, generation: int) -> bool:
+        with self._lock:
+            return self._hold_generation != generation
+
     # decisions (called by handler threads) ---------------------------------------------------
 
     def _window(self, model: str) -> int:
@@ -341,6 +372,23 @@ class FaultInjectingOpenAIServer:
             if fault is not None:
                 applied = fault.kind
             window = self._window(model)
+            if fault is not None and fault.kind == "hold":
+                reply = self._take_reply(model)
+                if reply is not None:
+                    completion = from_reply(model, reply, self._next_call_id)
+                else:
+                    completion = self._brain(model, message_list, tools)[0]
+                completion.prompt_tokens = estimated
+                completion.hold_after = fault.after_chunks
+                index = record("hold", 200, fault="hold", chaos=from_chaos)
+                return Plan(
+                    "completion",
+                    index,
+                    completion=completion,
+                    stream=stream,
+                    include_usage=include_usage,
+                    delay_s=delay_s,
+                )
             if fault is not None and fault.kind not in ("empty", "reasoning_only"):
                 plan = fault_plan(fault, model, window, estimated, stream, include_usage)
                 if plan.completion is not None:  # cut_stream: the brain's answer, cut short

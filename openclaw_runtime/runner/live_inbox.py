@@ -1,0 +1,207 @@
+"""Live messages across processes: a per-session inbox next to the steering store's file.
+
+``Runtime.steer`` in one process has to reach a run that another process (another
+``Runtime`` on the same state dir) is running. The running process *owns* the session's
+inbox while its run is live; another process appends to the inbox only while an owner that is
+still alive holds it (otherwise the message is refused, as a steer without a run is), and the
+owner moves what arrived into its run's queues at every turn boundary (``LiveRunHandle``).
+
+On disk, in ``<steering dir>/live/``: ``<session>.owner`` (the owning pid and run id),
+``<session>.inbox.jsonl`` (one message a line) and ``<session>.lock`` (a file lock around
+every change). Checking for messages costs one ``stat`` while the inbox is empty. Text is
+redacted before it is written, like everything the steering store keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import anyio
+import filelock
+import orjson
+
+from ..backends.steering import SteeringStoreError
+from ..redaction import package_logger, redact
+from ..transcript import validate_session_id
+
+__all__ = ["FileLiveInbox", "pid_alive"]
+
+logger = package_logger(logging.getLogger("openclaw_runtime.runner.live_inbox"))
+
+LiveMessage = tuple[Literal["steer", "follow_up"], str]
+
+
+def pid_alive(pid: int) -> bool:
+    """Is a process with ``pid`` running on this machine?"""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class FileLiveInbox:
+    """Per-session inboxes of live messages under ``directory`` (see the module docstring)."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        self.directory = Path(directory).expanduser()
+        self.lock_timeout = lock_timeout
+
+    def _paths(self, session_id: str) -> tuple[Path, Path, Path]:
+        name = validate_session_id(session_id)
+        base = self.directory
+        return base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+
+    def _lock(self, path: Path, timeout: float | None = None) -> filelock.FileLock:
+        wait = self.lock_timeout if timeout is None else timeout
+        return filelock.FileLock(path, timeout=wait, mode=0o600)
+
+    def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
+        owner, inbox, lock = self._paths(session_id)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with self._lock(lock, timeout):
+                return fn(owner, inbox)
+        except filelock.Timeout:
+            if timeout == 0:
+                raise
+            raise SteeringStoreError(
+                f"timed out after {self.lock_timeout}s waiting for {str(lock)!r}"
+            ) from None
+        except OSError as exc:
+            raise SteeringStoreError(
+                f"cannot use the live-message inbox in {str(self.directory)!r}: {exc.strerror}"
+            ) from None
+
+    # the owner ---------------------------------------------------------------------------------
+
+    def open_sync(self, session_id: str, run_id: str, *, timeout: float | None = None) -> None:
+        """This process's run of ``session_id`` owns the inbox from now on."""
+
+        def apply(owner: Path, _inbox: Path) -> None:
+            owner.write_bytes(orjson.dumps({"pid": os.getpid(), "runId": run_id}))
+
+        self._locked(session_id, apply, timeout=timeout)
+
+    def take_sync(self, session_id: str) -> list[LiveMessage]:
+        """The messages that arrived, oldest first (emptying the inbox)."""
+        _owner, inbox, _lock = self._paths(session_id)
+        if not inbox.exists():
+            return []
+
+        def apply(_owner: Path, inbox: Path) -> list[LiveMessage]:
+            return _read_and_remove(inbox)
+
+        return cast("list[LiveMessage]", self._locked(session_id, apply))
+
+    def close_sync(
+        self, session_id: str, run_id: str, *, timeout: float | None = None
+    ) -> list[LiveMessage]:
+        """The run ended: give the inbox up (if this run still owns it); returns what arrived
+        after the last drain."""
+
+        def apply(owner: Path, inbox: Path) -> list[LiveMessage]:
+            current = _read_owner(owner)
+            if current is not None and current.get("runId") != run_id:
+                return []  # a later run took it over
+            with contextlib.suppress(FileNotFoundError):
+                owner.unlink()
+            return _read_and_remove(inbox)
+
+        return cast("list[LiveMessage]", self._locked(session_id, apply, timeout=timeout))
+
+    # everyone else -----------------------------------------------------------------------------
+
+    def push_sync(self, session_id: str, kind: Literal["steer", "follow_up"], text: str) -> bool:
+        """Append a message for the run that owns the inbox; False when no live process owns
+        it (no run, or its process died)."""
+
+        def apply(owner: Path, inbox: Path) -> bool:
+            current = _read_owner(owner)
+            pid = current.get("pid") if current else None
+            if not isinstance(pid, int) or not pid_alive(pid):
+                return False
+            line = orjson.dumps({"kind": kind, "text": redact(text)}) + b"\n"
+            with inbox.open("ab") as handle:
+                handle.write(line)
+            return True
+
+        return bool(self._locked(session_id, apply))
+
+    def owned_sync(self, session_id: str) -> bool:
+        """Does a live process own the inbox of ``session_id`` (a run is active there)?"""
+        owner, _inbox, _lock = self._paths(session_id)
+        current = _read_owner(owner)
+        pid = current.get("pid") if current else None
+        return isinstance(pid, int) and pid_alive(pid)
+
+    # async faces -------------------------------------------------------------------------------
+
+    async def open(self, session_id: str, run_id: str) -> None:
+        """``open_sync``: on the loop when the lock is free at once (a few small local file
+        operations; a thread hop costs a run more than the work), else off the loop."""
+        try:
+            self.open_sync(session_id, run_id, timeout=0)
+        except filelock.Timeout:
+            await anyio.to_thread.run_sync(self.open_sync, session_id, run_id)
+
+    async def take(self, session_id: str) -> list[LiveMessage]:
+        """``take_sync``; the empty case is a ``stat`` on the loop."""
+        if not self._paths(session_id)[1].exists():
+            return []
+        return await anyio.to_thread.run_sync(self.take_sync, session_id)
+
+    async def close(self, session_id: str, run_id: str) -> list[LiveMessage]:
+        """``close_sync``, on the loop when the lock is free at once (see ``open``)."""
+        try:
+            return self.close_sync(session_id, run_id, timeout=0)
+        except filelock.Timeout:
+            return await anyio.to_thread.run_sync(self.close_sync, session_id, run_id)
+
+    async def push(self, session_id: str, kind: Literal["steer", "follow_up"], text: str) -> bool:
+        """``push_sync`` off the event loop."""
+        return await anyio.to_thread.run_sync(self.push_sync, session_id, kind, text)
+
+    async def owned(self, session_id: str) -> bool:
+        """``owned_sync`` off the event loop."""
+        return await anyio.to_thread.run_sync(self.owned_sync, session_id)
+
+
+def _read_owner(path: Path) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except orjson.JSONDecodeError:
+        logger.warning("ignoring a damaged live-inbox owner file %s", path.name)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_and_remove(inbox: Path) -> list[LiveMessage]:
+    try:
+        data = inbox.read_bytes()
+    except FileNotFoundError:
+        return []
+    inbox.unlink()
+    out: list[LiveMessage] = []
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            logger.warning("skipping a damaged line of the live inbox %s", inbox.name)
+            continue
+        kind, text = item.get("kind"), item.get("text")
+        if kind in ("steer", "follow_up") and isinstance(text, str):
+            out.append((kind, text))
+    return out

@@ -1,0 +1,87 @@
+"""A run made live: registered so ``Runtime.steer`` & co. reach it while it holds its session.
+
+``live_run_scope`` wraps the part of a run that holds the session: it builds the run's
+``LiveRunHandle`` (whose abort controller becomes the run's abort signal, fired also by the
+request's own signal), registers it, opens the session's inbox in the steering store when the
+store has one (``LiveInbox``: messages from other processes), and undoes all of it when the
+run ends, whatever ends it. Messages another process managed to append after the run's last
+drain are logged (count only) and dropped; the run had already answered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..backends.steering import LiveInbox
+from ..redaction import package_logger
+from .live import LiveRunHandle
+
+if TYPE_CHECKING:
+    from .run_state import RunState
+
+__all__ = ["live_inbox_of", "live_run_scope"]
+
+logger = package_logger(logging.getLogger("openclaw_runtime.runner.live"))
+
+
+def live_inbox_of(store: object) -> LiveInbox | None:
+    """The steering store's inbox for live messages across processes, if it has one."""
+    inbox = getattr(store, "live_inbox", None)
+    return inbox if isinstance(inbox, LiveInbox) else None
+
+
+@asynccontextmanager
+async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
+    """Register ``run`` as the live run of its session for the duration of the block."""
+    agent = run.config.agent
+    handle = LiveRunHandle(
+        session_id=run.session_id,
+        session_key=run.session_key,
+        run_id=run.run_id,
+        steering_mode=agent.steering_mode,
+        follow_up_mode=agent.follow_up_mode,
+        abort_signal=run.request.abort_signal,
+    )
+    run.request = dataclasses.replace(run.request, abort_signal=handle.signal)
+    run.live = handle
+    registry = run.services.live_runs
+    inbox = live_inbox_of(run.services.steering_store)
+    registry.set(handle)
+    try:
+        if inbox is not None:
+            try:
+                await inbox.open(run.session_id, run.run_id)
+            except Exception as exc:  # the run works without it, reachable from here only
+                logger.warning("live messages from other processes are off for this run: %s", exc)
+                inbox = None
+            else:
+                handle.remote = partial(inbox.take, run.session_id)
+        yield handle
+    finally:
+        registry.clear(handle)
+        if handle.pending():
+            logger.warning(
+                "%d live message(s) for session %s were not read: its run ended first",
+                handle.pending(),
+                run.session_id,
+            )
+        if inbox is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    late = await inbox.close(run.session_id, run.run_id)
+                except Exception as exc:
+                    logger.warning("cannot close the live-message inbox: %s", exc)
+                    late = []
+            if late:
+                logger.warning(
+                    "%d live message(s) for session %s arrived after its run's last turn",
+                    len(late),
+                    run.session_id,
+                )
