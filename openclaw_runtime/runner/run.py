@@ -53,6 +53,7 @@ from .entry import (
     resolve_initial_thinking_level,
 )
 from .events import LaneAcquired, LaneWait, RunEnd, RunStart
+from .exhaustion import merge_candidate_results_for_exhaustion
 from .lane_policy import (
     resolve_embedded_run_lane_timeout_ms,
     resolve_embedded_run_session_queue_priority,
@@ -69,6 +70,7 @@ from .run_result import (
     classify_candidate_result,
     final_result,
     result_from_candidate,
+    result_from_exhausted_chain,
     result_from_failover_error,
 )
 from .run_state import RunEventCallback, RunState
@@ -350,6 +352,7 @@ class _Run(RunState):
                 self._run_candidate,
                 classify=self.classify,
                 classify_result=functools.partial(classify_candidate_result, self),
+                merge_exhausted_result=merge_candidate_results_for_exhaustion,
                 emit=self.emit,
                 fallback_configured=self.fallback_configured,
             )
@@ -360,6 +363,8 @@ class _Run(RunState):
             return result_from_failover_error(self, exc, last)
         except ProviderError as exc:
             return result_from_failover_error(self, exc, None)
+        if chain.outcome == "exhausted":
+            return result_from_exhausted_chain(self, chain.result)
         return result_from_candidate(self, chain.result)
 
     async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:
