@@ -69,6 +69,7 @@ class RetryCounters:
     """Per-kind retry budgets of one model candidate; exhausting one leaves the others."""
 
     iterations: int = 0
+    thinking_signature_retried: bool = False
     overflow_compactions: int = 0
     timeout_compactions: int = 0
     retried_after_in_attempt_compaction: bool = False
