@@ -364,7 +364,7 @@ class _Run(RunState):
         except ProviderError as exc:
             return result_from_failover_error(self, exc, None)
         if chain.outcome == "exhausted":
-            return result_from_exhausted_chain(self, chain.result)
+            return result_from_exhausted_chain(self, chain.result, candidates=len(chain.attempts))
         return result_from_candidate(self, chain.result)
 
     async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:

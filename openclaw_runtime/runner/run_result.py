@@ -177,19 +177,25 @@ def result_from_candidate(run: RunState, result: CandidateResult) -> RunResult:
     )
 
 
-def result_from_exhausted_chain(run: RunState, result: CandidateResult) -> RunResult:
-    """Every candidate failed and ``result`` is the exhaustion merge of the preserved one
-    (``exhaustion``): an error outcome that shows its payloads, names the latest model."""
+def result_from_exhausted_chain(
+    run: RunState, result: CandidateResult, *, candidates: int = 1
+) -> RunResult:
+    """Every candidate (``candidates`` of them) failed and ``result`` is the exhaustion merge
+    of the preserved one (``exhaustion``): an error outcome that shows its payloads and
+    names the latest model."""
     payloads = list(result.payloads or ())
     if not payloads:
         text = result.incomplete_text or result.error_payload_text or "⚠️ The run failed."
         payloads = [ReplyPayload(text=text, is_error=True)]
     error = result.error
     if error is None:
-        cause = describe_unfinished_turn(None, result.assistant)
+        facts = collect_attempt_facts(run.run_messages())
+        cause = describe_unfinished_turn(facts.last_tool_error, result.assistant)
+        every = f"every model failed ({candidates}); " if candidates > 1 else ""
         error = RunErrorInfo(
             INCOMPLETE_TURN_ERROR_KIND,
-            f"every model failed; the last one ended on an incomplete turn: {cause}",
+            f"{every}{result.model.provider}/{result.model.id} ended without a visible "
+            f"assistant reply: {cause}",
             "format",
         )
     return final_result(

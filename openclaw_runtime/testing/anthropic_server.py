@@ -12,7 +12,11 @@ is stuck. This server reproduces that over real HTTP (``LocalHTTPServer`` undern
   turn fail with Anthropic's 400 (as the real API would, every time); ``rejections`` counts
   them and ``replayed_signatures(request)`` lists what a recorded request replayed;
 * ``reject_all_signatures = True`` rejects any replayed signature (a provider that accepts
-  none), for bounding the recovery.
+  none), for bounding the recovery;
+* ``context_window`` (tokens; None: unlimited) refuses, as Anthropic does, a request whose
+  estimated input plus ``max_tokens`` (which includes the thinking budget) exceeds it:
+  ``input length and `max_tokens` exceed context limit: I + M > W``; ``overflows`` counts
+  them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,12 @@ import orjson
 
 from .server import LocalHTTPServer, RecordedRequest, ScriptedReply
 
-__all__ = ["AnthropicMessagesServer", "invalid_signature_error"]
+__all__ = [
+    "AnthropicMessagesServer",
+    "context_limit_error",
+    "estimate_input_tokens",
+    "invalid_signature_error",
+]
 
 
 def invalid_signature_error(message_index: int, block_index: int) -> dict[str, Any]:
@@ -39,6 +48,28 @@ def invalid_signature_error(message_index: int, block_index: int) -> dict[str, A
         },
         "request_id": "req_local_signature",
     }
+
+
+def context_limit_error(input_tokens: int, max_tokens: int, window: int) -> dict[str, Any]:
+    """Anthropic's error body for input plus ``max_tokens`` above the context window."""
+    return {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": (
+                f"input length and `max_tokens` exceed context limit: {input_tokens} + "
+                f"{max_tokens} > {window}, decrease input length or `max_tokens` and try again"
+            ),
+        },
+        "request_id": "req_local_context",
+    }
+
+
+def estimate_input_tokens(body: dict[str, Any]) -> int:
+    """A deterministic input estimate: the JSON of system, messages and tools, 4 bytes a
+    token (what the server and its tests agree on, not Anthropic's tokenizer)."""
+    parts = {key: body.get(key) for key in ("system", "messages", "tools")}
+    return max(1, len(orjson.dumps(parts)) // 4)
 
 
 def _frame(name: str, data: dict[str, Any]) -> bytes:
@@ -123,6 +154,8 @@ class AnthropicMessagesServer(LocalHTTPServer):
         self.reject_all_signatures = False
         self.rejections = 0
         self.answers = 0
+        self.context_window: int | None = None
+        self.overflows = 0
 
     def reject_signature(self, signature: str) -> None:
         """From now on, reject every request that replays ``signature``."""
@@ -154,8 +187,16 @@ class AnthropicMessagesServer(LocalHTTPServer):
             if self.reject_all_signatures or signature in self.rejected:
                 self.rejections += 1
                 return ScriptedReply.json(400, invalid_signature_error(m_index, b_index))
+        body = request.json()
+        if self.context_window is not None:
+            used = estimate_input_tokens(body)
+            max_tokens = int(body.get("max_tokens") or 0)
+            if used + max_tokens > self.context_window:
+                self.overflows += 1
+                error = context_limit_error(used, max_tokens, self.context_window)
+                return ScriptedReply.json(400, error)
         self.answers += 1
-        model = str(request.json().get("model") or "claude-local")
+        model = str(body.get("model") or "claude-local")
         return ScriptedReply(
             200, {"content-type": "text/event-stream"}, [_answer_stream(self.answers, model)]
         )
