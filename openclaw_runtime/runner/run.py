@@ -48,6 +48,7 @@ from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
+from .checkin import check_in_session
 from .entry import (
     resolve_initial_run_model_ref,
     resolve_initial_thinking_level,
@@ -323,7 +324,7 @@ class _Run(RunState):
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
-                await services.checkin_session(session)
+                await check_in_session(self, session)  # a failure: a cleanup failure
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as
