@@ -77,11 +77,11 @@ from .run_result import (
 from .run_state import RunEventCallback, RunState
 from .steering import (
     SteeringLease,
-    ack_leased_agent_steering_items,
     lease_pending_agent_steering_items,
     prepend_agent_steering_prompt,
     release_leased_agent_steering_items,
 )
+from .steering_ack import ack_steering_lease_with_retry
 
 if TYPE_CHECKING:
     from .services import RunHost
@@ -337,11 +337,16 @@ class _Run(RunState):
         return lease
 
     async def _settle_steering(self, lease: SteeringLease, result: RunResult | None) -> None:
-        """Ack on success; otherwise hand the items back for the next turn (none is lost,
-        none is delivered twice)."""
+        """Ack on success (retried: ``steering_ack``); otherwise hand the items back for the
+        next turn (none is lost; one is delivered twice only when every ack try failed)."""
         store = self.services.steering_store
         if result is not None and result.ok:
-            await ack_leased_agent_steering_items(store, lease, now_ms=time.time() * 1000)
+            await ack_steering_lease_with_retry(
+                store,
+                lease,
+                now_ms=lambda: time.time() * 1000,
+                scale=self.runtime.retry_backoff_scale,
+            )
         else:
             error = result.error.message if result is not None and result.error else "run failed"
             await release_leased_agent_steering_items(store, lease, error=error)
