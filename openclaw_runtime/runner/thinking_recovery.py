@@ -114,11 +114,12 @@ async def strip_thinking_in_run_session(run: RunState) -> int:
         return 0
     after = [str(entry["id"]) for entry in session.get_branch()]
     # the rewrite re-grew the branch with new ids: the run's entries are still its tail
-    own = min(own, len(after))
-    if own:
-        run.run_entry_ids.update(after[len(after) - own :])
-    if run.start_leaf_id is not None:
-        run.start_leaf_id = after[len(after) - own - 1] if len(after) > own else None
+    if own is not None:
+        own = min(own, len(after))
+        if own:
+            run.run_entry_ids.update(after[len(after) - own :])
+        if run.start_leaf_id is not None:
+            run.start_leaf_id = after[len(after) - own - 1] if len(after) > own else None
     emit_session_transcript_update(
         SessionTranscriptUpdate(
             str(session.path),
@@ -137,11 +138,12 @@ async def strip_thinking_in_run_session(run: RunState) -> int:
     return result.rewritten_entries
 
 
-def _own_tail_length(branch_ids: Sequence[str], start_leaf_id: str | None) -> int:
-    """How many entries at the end of the branch came after ``start_leaf_id``."""
+def _own_tail_length(branch_ids: Sequence[str], start_leaf_id: str | None) -> int | None:
+    """How many entries at the end of the branch came after ``start_leaf_id`` (None: it is
+    not on the branch, the run's bookkeeping is left as it is)."""
     if start_leaf_id is None:
         return len(branch_ids)
     for index in range(len(branch_ids) - 1, -1, -1):
         if branch_ids[index] == start_leaf_id:
             return len(branch_ids) - index - 1
-    return 0
+    return None

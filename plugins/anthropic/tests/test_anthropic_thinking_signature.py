@@ -127,6 +127,9 @@ async def test_a_rejected_signature_is_stripped_retried_once_and_never_resent(
         remove()
     assert second.ok, second.error
     assert second.text == "answer 2"
+    # the run's own messages survive the branch rewrite (and turn 1's are not among them)
+    assert [m.role for m in second.messages] == ["user", "assistant"]
+    assert second.messages[0].content == "second question"
     # one rejected request, then one retry without the rejected block
     assert server.rejections == 1
     assert _signatures(server, 1) == [["sig-1"], []]
