@@ -166,3 +166,19 @@ async def test_a_failing_checkin_flush_after_a_failure_still_fails(
     assert result.outcome.status == "error"
     assert [f.plugin for f in result.faults] == ["flaky-store"]
     assert events[-1].type == "run_end"
+
+
+def test_the_embedded_store_error_names_the_step_and_hides_secrets() -> None:
+    """The embedded store has no plugin: the error says what failed, without a secret."""
+    from types import SimpleNamespace
+
+    from openclaw_runtime._exceptions import PluginBackendError
+    from openclaw_runtime.runner.checkin import session_checkin_error
+
+    secret = "sk-" + "a1B2c3D4e5" * 4
+    run = SimpleNamespace(services=SimpleNamespace(session_store=object()))
+    error = session_checkin_error(run, OSError(f"write failed for key {secret}"))  # type: ignore[arg-type]
+    assert isinstance(error, PluginBackendError)
+    assert error.plugin_name is None
+    assert "session check-in (flush)" in str(error) and "OSError" in str(error)
+    assert secret not in str(error)

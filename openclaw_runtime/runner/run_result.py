@@ -93,7 +93,8 @@ def classify_candidate_result(
     run: RunState, result: CandidateResult, candidate: ModelCandidate
 ) -> Any:
     """Does an ok candidate's reply still call for the next model (an empty or
-    reasoning-only turn)? ``run_with_model_fallback``'s ``classify_result``."""
+    reasoning-only turn, a fallback-safe incomplete turn)? ``run_with_model_fallback``'s
+    ``classify_result``. Keeps the candidate's payloads on it for the exhaustion merge."""
     if result.status != "ok":
         return None
     if result.payloads is None:
