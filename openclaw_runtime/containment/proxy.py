@@ -76,6 +76,16 @@ class GuardedBackend:
         """The backend itself."""
         return self._target
 
+    @property
+    def plugin(self) -> str | None:
+        """The plugin that registered the backend."""
+        return self._plugin
+
+    @property
+    def label(self) -> str:
+        """``<kind>:<name>`` of the backend."""
+        return self._label
+
     def _error(self, method: str, exc: Exception) -> PluginBackendError:
         return backend_error(self._guard, self._plugin, self._label, method, exc)
 

@@ -452,7 +452,7 @@ async def run_with_model_fallback(
                 code=getattr(rejection, "code", None),
                 result=result,
             )
-            latest_rejected, has_latest_rejected = result, True
+            latest_rejected, has_latest_rejected = (result, candidate), True
             if getattr(rejection, "preserve_result_on_exhaustion", False):
                 priority = int(getattr(rejection, "preserve_result_priority", 0) or 0)
                 if preserved is None or priority >= preserved[2]:
@@ -540,15 +540,18 @@ async def _finish(
     reason_text = None if last_reason is None else str(last_reason)
     if preserved is not None:
         result, candidate, _priority = preserved
+        shown = candidate.ref
         if merge is not None and has_latest_rejected:
-            result = merge(latest_rejected, result)
+            # OpenClaw: the merged result carries the latest rejected candidate's bookkeeping
+            latest, candidate = latest_rejected
+            result = merge(latest, result)
         await _emit(
             emit,
             FallbackExhausted(
                 len(attempts),
                 "preserved_result",
                 reason_text,
-                f"every candidate failed; showing the preserved result of {candidate.ref}",
+                f"every candidate failed; showing the preserved result of {shown}",
             ),
         )
         return ModelFallbackRunResult("exhausted", result, candidate, tuple(attempts))

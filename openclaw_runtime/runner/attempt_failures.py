@@ -41,6 +41,11 @@ from .retry_limit import (
     RETRY_LIMIT_USER_TEXT,
     resolve_same_model_rate_limit_retry_delay_ms,
 )
+from .thinking_recovery import (
+    has_thinking_blocks,
+    is_thinking_signature_rejection,
+    strip_thinking_in_run_session,
+)
 
 __all__ = ["FailureRecovery"]
 
@@ -57,6 +62,24 @@ class FailureRecovery(CandidateLoopBase):
     ) -> CandidateResult | None:
         run, counters = self.run, self.counters
         reason = failure.reason
+        if (
+            not counters.thinking_signature_retried
+            and is_thinking_signature_rejection(failure.error_text)
+            and run.session is not None
+            and has_thinking_blocks(run.session.build_session_context().messages)
+        ):
+            counters.thinking_signature_retried = True
+            await run.set_aside_failed_turn()
+            stripped = await strip_thinking_in_run_session(run)
+            if stripped:
+                await self.decide(
+                    attempt_no,
+                    "strip_thinking",
+                    reason,
+                    f"the provider rejected a thinking signature; stripped the thinking of "
+                    f"{stripped} message(s) from the session and retrying once",
+                )
+                return RETRY
         lower = downgrade_thinking_level(self.thinking)
         if lower is not None and is_thinking_level_rejection(failure.error_text):
             await run.set_aside_failed_turn()

@@ -341,6 +341,7 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 retry_facts, payload_count=payload_count
             ),
             harness_classification=harness,
+            fallback_safe=not retry_facts.had_potential_side_effects,
         )
 
     def _record_success(self) -> None:

@@ -2,17 +2,21 @@
 
 A context overflow walks the overflow chain (``recovery.resolve_overflow_recovery_step``):
 retry once after an in-attempt compaction, compact the session (up to
-``MAX_OVERFLOW_COMPACTION_ATTEMPTS``), truncate oversized tool results, else surface the
-overflow; a window the provider states in its error replaces the catalog's from then on. A
-model timeout with the prompt above 65 % of the window compacts before retrying. A
-compaction that uses up the run's timeout ends the run on that timeout.
+``MAX_OVERFLOW_COMPACTION_ATTEMPTS``), truncate oversized tool results, lower the thinking
+level (``thinking_pressure``, seed 004 strategy 3), else surface the overflow; a window the
+provider states in its error replaces the catalog's from then on. A model timeout with the
+prompt above 65 % of the window compacts before retrying. A compaction that uses up the run's
+timeout ends the run on that timeout.
 """
 
 from __future__ import annotations
 
+import logging
+
 from ..context import session_likely_has_oversized_tool_results
 from ..failover.events import redact_secret_text
 from ..messages import AssistantMessage
+from ..redaction import package_logger
 from .attempt import AttemptOutcome
 from .attempt_loop_base import RETRY, CandidateLoopBase, ClassifiedFailure
 from .candidate import CandidateResult
@@ -26,8 +30,11 @@ from .recovery import (
 )
 from .request import RunErrorInfo
 from .retry_limit import MAX_OVERFLOW_COMPACTION_ATTEMPTS
+from .thinking_pressure import resolve_context_pressure_thinking_level
 
 __all__ = ["RecoveryChains"]
+
+logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
 
 
 class RecoveryChains(CandidateLoopBase):
@@ -128,6 +135,25 @@ class RecoveryChains(CandidateLoopBase):
                 if await run.truncate(self.window) > 0:
                     return "retry"
                 continue
+            lower = resolve_context_pressure_thinking_level(self.thinking)
+            if lower is not None:
+                # strategy 3 (seed 004): reasoning takes room in the window; step it down
+                await self.decide(
+                    attempt_no,
+                    "downgrade_thinking",
+                    "context_overflow",
+                    "context overflow: compaction and truncation could not make it fit; "
+                    f"lowering the thinking level {self.thinking!r} -> {lower!r} and retrying",
+                )
+                logger.warning(
+                    "run %s: context overflow on %s; thinking level %s -> %s",
+                    run.run_id,
+                    self.model.ref,
+                    self.thinking,
+                    lower,
+                )
+                self.thinking = lower
+                return "retry"
             await self.decide(
                 attempt_no,
                 "surface_error",

@@ -14,6 +14,7 @@ from ..failover import FailoverReason
 from ..failover.events import redact_secret_text
 from ..llm import Model
 from ..messages import AssistantMessage
+from .reply_payload import ReplyPayload
 from .request import RunErrorInfo
 
 __all__ = ["CandidateResult", "RetryCounters", "RunFailoverError"]
@@ -33,6 +34,11 @@ class CandidateResult:
     harness_classification: str | None = None
     timed_out: bool = False
     liveness_state: str | None = None
+    #: an ``incomplete_text`` turn another model may redo: nothing with side effects ran
+    fallback_safe: bool = False
+    #: the reply payloads of an answered candidate, taken when it ended (the fallback chain
+    #: may move on, and its exhaustion merge shows the most credible candidate's payloads)
+    payloads: list[ReplyPayload] | None = None
 
 
 class RunFailoverError(ProviderError):
@@ -63,6 +69,7 @@ class RetryCounters:
     """Per-kind retry budgets of one model candidate; exhausting one leaves the others."""
 
     iterations: int = 0
+    thinking_signature_retried: bool = False
     overflow_compactions: int = 0
     timeout_compactions: int = 0
     retried_after_in_attempt_compaction: bool = False

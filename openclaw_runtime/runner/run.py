@@ -48,6 +48,7 @@ from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
+from .checkin import check_in_session
 from .engine_lifecycle import (
     bootstrap_context_engine,
     maintain_after_turn,
@@ -58,6 +59,7 @@ from .entry import (
     resolve_initial_thinking_level,
 )
 from .events import LaneAcquired, LaneWait, RunEnd, RunStart
+from .exhaustion import merge_candidate_results_for_exhaustion
 from .lane_policy import (
     resolve_embedded_run_lane_timeout_ms,
     resolve_embedded_run_session_queue_priority,
@@ -75,16 +77,17 @@ from .run_result import (
     classify_candidate_result,
     final_result,
     result_from_candidate,
+    result_from_exhausted_chain,
     result_from_failover_error,
 )
 from .run_state import RunEventCallback, RunState
 from .steering import (
     SteeringLease,
-    ack_leased_agent_steering_items,
     lease_pending_agent_steering_items,
     prepend_agent_steering_prompt,
     release_leased_agent_steering_items,
 )
+from .steering_ack import ack_steering_lease_with_retry
 
 if TYPE_CHECKING:
     from .services import RunHost
@@ -341,7 +344,8 @@ class _Run(RunState):
         finally:
             self.task_group = None
             with anyio.CancelScope(shield=True):
-                await services.checkin_session(self.session or session)
+                # the run may have moved to a compaction successor; a failure: a cleanup failure
+                await check_in_session(self, self.session or session)
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as
@@ -354,11 +358,16 @@ class _Run(RunState):
         return lease
 
     async def _settle_steering(self, lease: SteeringLease, result: RunResult | None) -> None:
-        """Ack on success; otherwise hand the items back for the next turn (none is lost,
-        none is delivered twice)."""
+        """Ack on success (retried: ``steering_ack``); otherwise hand the items back for the
+        next turn (none is lost; one is delivered twice only when every ack try failed)."""
         store = self.services.steering_store
         if result is not None and result.ok:
-            await ack_leased_agent_steering_items(store, lease, now_ms=time.time() * 1000)
+            await ack_steering_lease_with_retry(
+                store,
+                lease,
+                now_ms=lambda: time.time() * 1000,
+                scale=self.runtime.retry_backoff_scale,
+            )
         else:
             error = result.error.message if result is not None and result.error else "run failed"
             await release_leased_agent_steering_items(store, lease, error=error)
@@ -370,6 +379,7 @@ class _Run(RunState):
                 self._run_candidate,
                 classify=self.classify,
                 classify_result=functools.partial(classify_candidate_result, self),
+                merge_exhausted_result=merge_candidate_results_for_exhaustion,
                 emit=self.emit,
                 fallback_configured=self.fallback_configured,
             )
@@ -380,6 +390,8 @@ class _Run(RunState):
             return result_from_failover_error(self, exc, last)
         except ProviderError as exc:
             return result_from_failover_error(self, exc, None)
+        if chain.outcome == "exhausted":
+            return result_from_exhausted_chain(self, chain.result, candidates=len(chain.attempts))
         return result_from_candidate(self, chain.result)
 
     async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:

@@ -19,9 +19,7 @@ from typing import Any
 
 from .._exceptions import FailoverExhaustedError, PluginBackendError
 from ..failover import (
-    EmbeddedRunResult,
     ModelCandidate,
-    RunPayload,
     classify_embedded_agent_run_result_for_model_fallback,
 )
 from ..failover.events import redact_secret_text
@@ -30,6 +28,7 @@ from ..redaction import package_logger
 from .attempt import collect_attempt_facts
 from .candidate import CandidateResult, RunFailoverError
 from .error_kind import provider_error_kind, user_facing_reason
+from .exhaustion import candidate_result_view
 from .failure_signal import resolve_embedded_run_failure_signal
 from .outcome import (
     AgentRunTerminalOutcome,
@@ -41,7 +40,7 @@ from .payloads import build_embedded_run_payloads
 from .reply_payload import ReplyPayload
 from .reply_stream import verbose_mode_for, verbose_tool_metas
 from .request import RunErrorInfo, RunResult
-from .run_error import describe_unfinished_turn, failed_run_error
+from .run_error import INCOMPLETE_TURN_ERROR_KIND, describe_unfinished_turn, failed_run_error
 from .run_state import RunState
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
@@ -52,6 +51,7 @@ __all__ = [
     "classify_candidate_result",
     "final_result",
     "result_from_candidate",
+    "result_from_exhausted_chain",
     "result_from_failover_error",
     "success_payloads",
 ]
@@ -93,19 +93,14 @@ def classify_candidate_result(
     run: RunState, result: CandidateResult, candidate: ModelCandidate
 ) -> Any:
     """Does an ok candidate's reply still call for the next model (an empty or
-    reasoning-only turn)? ``run_with_model_fallback``'s ``classify_result``."""
+    reasoning-only turn, a fallback-safe incomplete turn)? ``run_with_model_fallback``'s
+    ``classify_result``. Keeps the candidate's payloads on it for the exhaustion merge."""
     if result.status != "ok":
         return None
-    payloads = tuple(
-        RunPayload(text=p.text, is_error=bool(p.is_error), is_reasoning=p.is_reasoning)
-        for p in success_payloads(run, result)
-    )
-    view = EmbeddedRunResult(
-        payloads=payloads,
-        harness_classification=result.harness_classification,  # type: ignore[arg-type]
-    )
+    if result.payloads is None:
+        result.payloads = success_payloads(run, result)
     return classify_embedded_agent_run_result_for_model_fallback(
-        candidate.provider, candidate.model, view
+        candidate.provider, candidate.model, candidate_result_view(result)
     )
 
 
@@ -178,6 +173,40 @@ def result_from_candidate(run: RunState, result: CandidateResult) -> RunResult:
         liveness_state=result.liveness_state or ("blocked" if result.status != "aborted" else None),
         timeout_phase="provider" if status == "timeout" else None,
         provider_started=result.timed_out or None,
+        model=result.model,
+        auth_profile_id=result.auth_profile_id,
+    )
+
+
+def result_from_exhausted_chain(
+    run: RunState, result: CandidateResult, *, candidates: int = 1
+) -> RunResult:
+    """Every candidate (``candidates`` of them) failed and ``result`` is the exhaustion merge
+    of the preserved one (``exhaustion``): an error outcome that shows its payloads and
+    names the latest model."""
+    payloads = list(result.payloads or ())
+    if not payloads:
+        text = result.incomplete_text or result.error_payload_text or "⚠️ The run failed."
+        payloads = [ReplyPayload(text=text, is_error=True)]
+    error = result.error
+    if error is None:
+        facts = collect_attempt_facts(run.run_messages())
+        cause = describe_unfinished_turn(facts.last_tool_error, result.assistant)
+        every = f"every model failed ({candidates}); " if candidates > 1 else ""
+        error = RunErrorInfo(
+            INCOMPLETE_TURN_ERROR_KIND,
+            f"{every}{result.model.provider}/{result.model.id} ended without a visible "
+            f"assistant reply: {cause}",
+            "format",
+        )
+    return final_result(
+        run,
+        status="error",
+        error=error,
+        payloads=payloads,
+        stop_reason=result.assistant.stop_reason if result.assistant else None,
+        liveness_state=result.liveness_state or "blocked",
+        provider_started=True,
         model=result.model,
         auth_profile_id=result.auth_profile_id,
     )

@@ -199,6 +199,14 @@ class LocalHTTPServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    def next_reply(self, request: RecordedRequest) -> ScriptedReply:
+        """The answer to ``request``: the next scripted reply (a subclass may answer from
+        the request instead, e.g. ``AnthropicMessagesServer``)."""
+        del request
+        if self.script:
+            return self.script.popleft()
+        return ScriptedReply.text(500, "no scripted reply left")
+
     # the ASGI app ------------------------------------------------------------------------------
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -211,12 +219,9 @@ class LocalHTTPServer:
             if not message.get("more_body"):
                 break
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        self.requests.append(RecordedRequest(scope["method"], scope["path"], headers, body))
-        reply = (
-            self.script.popleft()
-            if self.script
-            else ScriptedReply.text(500, "no scripted reply left")
-        )
+        recorded = RecordedRequest(scope["method"], scope["path"], headers, body)
+        self.requests.append(recorded)
+        reply = self.next_reply(recorded)
         gone = anyio.Event()
 
         async def watch() -> None:

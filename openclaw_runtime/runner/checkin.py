@@ -1,0 +1,55 @@
+"""Checking the session back in after the run: a failure there is a cleanup failure.
+
+The check-in (``RunServices.checkin_session``) flushes what the session buffered and keeps it
+open for the next turn. It runs after the run reached its outcome, like the lane release and
+the steering ack, so a failure there must go through ``merge_run_cleanup_outcome``
+(``run_result.after_backend_error``): a completed, streamed answer stands and the failure is
+reported, never the other way round. The session object a plugin's store hands out is not
+behind the backend guard (only the store's own methods are), so a raising ``flush`` used to
+escape the run as the plugin's raw exception. ``check_in_session`` turns it into the
+``PluginBackendError`` the run already handles, recorded as a fault of the store's plugin
+(the embedded store has no plugin: the error is only logged when the answer stands).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._exceptions import PluginBackendError
+from ..containment.proxy import GuardedBackend
+from ..failover.events import redact_secret_text
+from .run_state import RunState
+
+if TYPE_CHECKING:
+    from ..backends import Session
+
+__all__ = ["check_in_session", "session_checkin_error"]
+
+
+def session_checkin_error(run: RunState, exc: Exception) -> PluginBackendError:
+    """The run's error for a failed check-in, attributed to the session store's plugin (a
+    fault is recorded for it) when a plugin provides the store."""
+    store = run.services.session_store
+    if isinstance(store, GuardedBackend):
+        fault = run.hooks.record_fault(
+            store.plugin, "register_backends", exc, unit=f"backend:{store.label}"
+        )
+        return PluginBackendError(
+            f"{store.label} backend of plugin {store.plugin!r} failed in the session "
+            f"check-in (flush): {fault.error}",
+            plugin_name=store.plugin,
+        )
+    return PluginBackendError(
+        f"the session store failed in the session check-in (flush): "
+        f"{type(exc).__name__}: {redact_secret_text(str(exc))}"
+    )
+
+
+async def check_in_session(run: RunState, session: Session) -> None:
+    """``RunServices.checkin_session`` with any failure raised as ``PluginBackendError``."""
+    try:
+        await run.services.checkin_session(session)
+    except PluginBackendError:
+        raise
+    except Exception as exc:
+        raise session_checkin_error(run, exc) from exc
