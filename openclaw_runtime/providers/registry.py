@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from .._exceptions import ComponentNotFoundError, ConfigurationError
 from .._registry import ComponentClash, resolve_component_clash
 from ..llm import Model
+from .model_hints import UnknownModelError
 
 __all__ = ["ModelRegistry"]
 
@@ -80,7 +81,7 @@ class ModelRegistry:
         if len(matches) > 1:
             refs = ", ".join(sorted(m.ref for m in matches))
             raise ComponentNotFoundError("model", f"{name} (ambiguous: {refs})", self._models)
-        raise ComponentNotFoundError("model", name, [*self._models, *self._aliases])
+        raise UnknownModelError(name, [*self._models, *self._aliases])
 
     def owner(self, ref: str) -> str | None:
         """The plugin that registered ``ref``."""
