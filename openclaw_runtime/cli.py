@@ -1,7 +1,7 @@
 """The ``openclaw-runtime`` command line.
 
-``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools`` and ``models`` live in
-``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
+``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools`` and ``models``
+live in ``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
 
 Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
 subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for

@@ -97,7 +97,9 @@ def models(ctx: click.Context, as_json: bool, provider: str | None) -> None:
     ]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for line in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )
     for entry in missing:
         click.echo(
             f"{entry['provider']}: models need the plugin {entry['distribution']} "

@@ -32,7 +32,7 @@ def register_providers(register: RegisterComponent) -> None:
 
 @hookimpl
 def register_models(register: RegisterModel) -> None:
-    """The ``anthropic`` rows of the core's model catalog (``openclaw_runtime.providers.catalog``)."""
+    """The ``anthropic`` rows of the core's catalog (``openclaw_runtime.providers.catalog``)."""
     for model in catalog_models("anthropic"):
         register(model, aliases=catalog_aliases(model.ref))
 

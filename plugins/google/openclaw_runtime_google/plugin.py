@@ -32,7 +32,7 @@ def register_providers(register: RegisterComponent) -> None:
 
 @hookimpl
 def register_models(register: RegisterModel) -> None:
-    """The ``google`` rows of the core's model catalog (``openclaw_runtime.providers.catalog``)."""
+    """The ``google`` rows of the core's catalog (``openclaw_runtime.providers.catalog``)."""
     for model in catalog_models("google"):
         register(model, aliases=catalog_aliases(model.ref))
 
