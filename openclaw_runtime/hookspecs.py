@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     )
     from .events import Event
     from .failover.reasons import FailoverClassification, FailoverSignal
+    from .runner.cron_reply import ReplyClaim
     from .runner.finalize import FinalizeDecision
     from .transcript.policy import TranscriptPolicy
 
 __all__ = [
     "before_agent_finalize",
+    "before_agent_reply",
     "before_agent_run",
     "classify_failover",
     "on_agent_event",
@@ -131,6 +133,36 @@ def before_agent_run(
     no opinion.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def before_agent_reply(
+    session_id: str | None,
+    session_key: str | None,
+    prompt: str,
+    provider: str,
+    model: str,
+    trigger: str,
+) -> ReplyClaim | Mapping[str, Any] | str | None:
+    """Answer a scheduled (``cron``) turn without the agent (OpenClaw's CLI entry hook).
+
+    Called once per run whose trigger is ``cron``, after ``before_agent_run``, before the run
+    takes its lanes. A claim ends the run ``ok`` with the plugin's reply and no model call.
+
+    :param session_id: the session the run belongs to.
+    :param session_key: the session's routing key, if known.
+    :param prompt: the job's prompt.
+    :param provider: the provider of the resolved model.
+    :param model: the id of the resolved model.
+    :param trigger: always ``cron`` today.
+    :returns: ``ReplyClaim(text)`` (``openclaw_runtime.runner.cron_reply``; ``text=None`` for
+        silence), a reply string, or ``{"handled": True, "reply": {"text": ...}}`` to claim
+        the turn; ``None`` to let the agent run.
+
+    Stops at the first claim. A plugin that raises is reported and does not claim.
+
+    .. versionadded:: 0.2
     """
 
 

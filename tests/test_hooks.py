@@ -547,3 +547,63 @@ async def test_hook_before_agent_finalize_finalize_wins_and_a_raising_plugin_is_
     assert result.ok and result.text == "short"
     assert len(requests) == 1
     assert ("broken", "before_agent_finalize") in [(f.plugin, f.hook) for f in result.faults]
+
+
+# --------------------------------------------------------------------------- before_agent_reply
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_reply_answers_a_cron_run_without_the_model(runtime_factory):
+    from openclaw_runtime.runner.cron_reply import ReplyClaim
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    seen: list[tuple[str, str]] = []
+
+    class Digest:
+        @hookimpl
+        def before_agent_reply(self, prompt, trigger):
+            seen.append((prompt, trigger))
+            if prompt == "silent check":
+                return {"handled": True, "reply": {"text": ""}}
+            return ReplyClaim("Nothing new since yesterday.") if prompt == "daily digest" else None
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(text="from the model", model="main"))
+        runtime = runtime_factory(_finalize_config(server), plugins=[("digest", Digest())])
+        claimed = await runtime.run("daily digest", trigger="cron", session_key="cron:digest")
+        silent = await runtime.run("silent check", trigger="cron")
+        unclaimed = await runtime.run("something else", trigger="cron")
+        interactive = await runtime.run("daily digest")  # a user turn is never offered
+        await runtime.aclose()
+        chat = _chat_requests(server)
+
+    assert claimed.ok and claimed.text == "Nothing new since yesterday."
+    assert claimed.outcome.stop_reason == "hook_reply" and claimed.attempts == 0
+    assert silent.ok and silent.text == "" and silent.payloads == []
+    assert unclaimed.ok and unclaimed.text == "from the model"
+    assert interactive.ok
+    assert len(chat) == 2  # only the unclaimed cron run and the user turn called the model
+    assert seen == [
+        ("daily digest", "cron"),
+        ("silent check", "cron"),
+        ("something else", "cron"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_reply_raising_plugin_does_not_claim(runtime_factory):
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    class Broken:
+        @hookimpl
+        def before_agent_reply(self):
+            raise RuntimeError("digest store down")
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(text="the model answered", model="main"))
+        runtime = runtime_factory(_finalize_config(server), plugins=[("broken", Broken())])
+        result = await runtime.run("daily digest", trigger="cron")
+        await runtime.aclose()
+
+    assert result.ok and result.text == "the model answered"
+    assert ("broken", "before_agent_reply") in [(f.plugin, f.hook) for f in result.faults]

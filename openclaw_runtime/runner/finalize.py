@@ -23,18 +23,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..redaction import package_logger
-
-if TYPE_CHECKING:
-    from .run_state import RunState
 
 __all__ = [
     "BEFORE_AGENT_FINALIZE_ADDITION",
     "BEFORE_AGENT_FINALIZE_RETRY_PROMPT_PREFIX",
     "MAX_BEFORE_AGENT_FINALIZE_REVISIONS",
     "FinalizeDecision",
+    "FinalizingRun",
     "build_before_agent_finalize_retry_prompt",
     "merge_finalize_decisions",
     "normalize_finalize_decision",
@@ -127,8 +125,18 @@ def should_consult_finalize_hook(
     return payload_count > 0 and revisions_so_far < limit
 
 
+class FinalizingRun(Protocol):
+    """What ``request_finalize_revision`` reads of the run (``RunState`` is one)."""
+
+    hooks: Any
+    run_id: str
+    session_id: str
+    session_key: str | None
+    session: Any
+
+
 async def request_finalize_revision(
-    run: RunState,
+    run: FinalizingRun,
     *,
     provider: str,
     model: str,

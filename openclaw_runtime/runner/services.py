@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..llm import Model, StreamFn
     from ..providers.registry import ModelRegistry
     from ..transcript.policy import TranscriptPolicy
+    from .cron_reply import ReplyClaim
     from .finalize import FinalizeDecision
 
 __all__ = ["RunHooks", "RunHost", "RunServices"]
@@ -64,6 +65,8 @@ class RunHooks(Protocol):
     def on_agent_event(self, event: Event, session_id: str | None) -> None: ...
 
     def before_agent_finalize(self, **kwargs: Any) -> FinalizeDecision: ...
+
+    def before_agent_reply(self, **kwargs: Any) -> tuple[ReplyClaim | None, str | None]: ...
 
     def classify_failover(
         self, signal: FailoverSignal
