@@ -210,9 +210,7 @@ class Runtime:
     def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn:
         """The provider that speaks ``model.api``, behind the registered stream repairers."""
         if model.api not in self.components.providers.names():
-            missing = missing_provider_plugin(
-                model.ref, (), self._plugin_status(), api=model.api
-            )
+            missing = missing_provider_plugin(model.ref, (), self._plugin_status(), api=model.api)
             if missing is not None:
                 raise missing
         stream_fn = self.components.providers.get(model.api)

@@ -423,8 +423,12 @@ def _finalize_config(server: Any, provider: str = "mock") -> dict[str, Any]:
         "agent": {"model": f"{provider}/main", "timeout_seconds": 20},
         "auth": {
             "profiles": [
-                {"id": f"{provider}:0", "provider": provider, "mode": "api_key",
-                 "credential": {"value": "key-a"}}
+                {
+                    "id": f"{provider}:0",
+                    "provider": provider,
+                    "mode": "api_key",
+                    "credential": {"value": "key-a"},
+                }
             ]
         },
     }
