@@ -24,6 +24,8 @@ from ._types import RunBlock
 from .backends import BACKEND_KINDS
 from .containment import PluginFault, PluginGuard
 from .redaction import package_logger
+from .runner.cron_reply import ReplyClaim, normalize_reply_claim
+from .runner.finalize import FinalizeDecision, merge_finalize_decisions, normalize_finalize_decision
 
 if TYPE_CHECKING:
     from ._types import RuntimeView
@@ -217,6 +219,42 @@ class Hooks:
         if isinstance(result, str):
             result = RunBlock(result)
         return result, plugin
+
+    def before_agent_reply(self, **kwargs: Any) -> tuple[ReplyClaim | None, str | None]:
+        """The first plugin that claims a cron turn, with its claim; ``(None, None)``."""
+        guard = self.guard
+        for impl in self._impls("before_agent_reply"):
+            plugin = impl.plugin_name
+            if not guard.admits(plugin, "before_agent_reply"):
+                continue
+            try:
+                claim = normalize_reply_claim(self._call(impl, "before_agent_reply", kwargs))
+            except Exception as exc:
+                self._fault(impl, "before_agent_reply", exc)
+                continue
+            guard.succeeded(plugin, "before_agent_reply")
+            if claim is not None:
+                return claim, plugin
+        return None, None
+
+    def before_agent_finalize(self, **kwargs: Any) -> FinalizeDecision:
+        """Every plugin's verdict on a final answer, merged (``finalize`` wins, revision
+        reasons joined); a plugin that raises or answers nonsense counts as ``continue``."""
+        decisions: list[FinalizeDecision] = []
+        guard = self.guard
+        for impl in self._impls("before_agent_finalize"):
+            plugin = impl.plugin_name
+            if not guard.admits(plugin, "before_agent_finalize"):
+                continue
+            try:
+                decisions.append(
+                    normalize_finalize_decision(self._call(impl, "before_agent_finalize", kwargs))
+                )
+            except Exception as exc:
+                self._fault(impl, "before_agent_finalize", exc)
+                continue
+            guard.succeeded(plugin, "before_agent_finalize")
+        return merge_finalize_decisions(decisions)
 
     def on_agent_event(self, event: Event, session_id: str | None) -> None:
         """Hand an event to every observer."""

@@ -33,6 +33,8 @@ from .events import Event
 from .failover.events import redact_secret_text
 from .llm import Model, StreamFn
 from .messages import UserMessage
+from .providers.forward_compat import resolve_forward_compat_model
+from .providers.model_hints import UnknownModelError, missing_provider_plugin
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
 from .repair.compose import apply_stream_repairers, guard_stream_repairers
@@ -116,6 +118,8 @@ class Runtime(LiveRunVerbs):
         #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
         self.retry_backoff_scale = 1.0
         self._repaired: dict[str, tuple[StreamFn, StreamFn]] = {}
+        #: Unknown models resolved from a known family: requested ref → template ref.
+        self.forward_compat: dict[str, str] = {}
         self.closed = False
         self.hooks.runtime_configured(self)
 
@@ -142,7 +146,34 @@ class Runtime(LiveRunVerbs):
             raise ConfigurationError(
                 "no model given and no default model configured ([agent] model)"
             )
-        return self.models.resolve(name)
+        try:
+            return self.models.resolve(name)
+        except UnknownModelError:
+            return self._resolve_unknown_model(name)
+
+    def _resolve_unknown_model(self, name: str) -> Model:
+        """A model the registry lacks: its provider's plugin is missing (one line naming the
+        distribution), or a newer member of a known family (warned once), or re-raise."""
+        missing = missing_provider_plugin(
+            name, self.components.providers.names(), self._plugin_status()
+        )
+        if missing is not None:
+            raise missing
+        match = resolve_forward_compat_model(name, self.models)
+        if match is None:
+            raise UnknownModelError(name, [*(m.ref for m in self.models), *self.models.aliases()])
+        if match.model.ref not in self.forward_compat:
+            self.forward_compat[match.model.ref] = match.template
+            logger.warning("%s", match.warning())
+        return match.model
+
+    def _plugin_status(self) -> dict[str, str]:
+        return {name: record.status for name, record in self.plugin_manager.records.items()}
+
+    def forward_compat_template(self, ref: str) -> str | None:
+        """The catalog model whose definition stands in for ``ref`` (forward-compatible
+        resolution), or ``None`` when ``ref`` is in the catalog itself."""
+        return self.forward_compat.get(ref)
 
     @property
     def context_engines(self) -> ContextEngineSlot:
@@ -181,6 +212,10 @@ class Runtime(LiveRunVerbs):
 
     def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn:
         """The provider that speaks ``model.api``, behind the registered stream repairers."""
+        if model.api not in self.components.providers.names():
+            missing = missing_provider_plugin(model.ref, (), self._plugin_status(), api=model.api)
+            if missing is not None:
+                raise missing
         stream_fn = self.components.providers.get(model.api)
         if not repair:
             return stream_fn

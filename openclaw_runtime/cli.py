@@ -1,7 +1,7 @@
 """The ``openclaw-runtime`` command line.
 
-``run``, ``chat``, ``sessions``, ``compact``, ``doctor`` and ``profiles`` live in
-``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
+``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools`` and ``models``
+live in ``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
 
 Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
 subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for
@@ -19,6 +19,7 @@ from ._runtime import Runtime
 from ._version import __version__
 from .commands import chat, compact, doctor, run, sessions
 from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
+from .commands.models import models
 from .commands.profiles import profiles
 from .commands.tools import tools
 
@@ -93,7 +94,7 @@ def demo(as_json: bool, state_dir: Path | None) -> None:
     run_demo(as_json=as_json, state_dir=state_dir)
 
 
-for _command in (run, chat, sessions, compact, doctor, profiles, tools):
+for _command in (run, chat, sessions, compact, doctor, profiles, tools, models):
     cli.add_command(_command)
 
 

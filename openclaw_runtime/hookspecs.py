@@ -21,6 +21,7 @@ not supported on these hooks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._markers import hookspec
@@ -38,9 +39,13 @@ if TYPE_CHECKING:
     )
     from .events import Event
     from .failover.reasons import FailoverClassification, FailoverSignal
+    from .runner.cron_reply import ReplyClaim
+    from .runner.finalize import FinalizeDecision
     from .transcript.policy import TranscriptPolicy
 
 __all__ = [
+    "before_agent_finalize",
+    "before_agent_reply",
     "before_agent_run",
     "classify_failover",
     "on_agent_event",
@@ -128,6 +133,73 @@ def before_agent_run(
     no opinion.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def before_agent_reply(
+    session_id: str | None,
+    session_key: str | None,
+    prompt: str,
+    provider: str,
+    model: str,
+    trigger: str,
+) -> ReplyClaim | Mapping[str, Any] | str | None:
+    """Answer a scheduled (``cron``) turn without the agent (OpenClaw's CLI entry hook).
+
+    Called once per run whose trigger is ``cron``, after ``before_agent_run``, before the run
+    takes its lanes. A claim ends the run ``ok`` with the plugin's reply and no model call.
+
+    :param session_id: the session the run belongs to.
+    :param session_key: the session's routing key, if known.
+    :param prompt: the job's prompt.
+    :param provider: the provider of the resolved model.
+    :param model: the id of the resolved model.
+    :param trigger: always ``cron`` today.
+    :returns: ``ReplyClaim(text)`` (``openclaw_runtime.runner.cron_reply``; ``text=None`` for
+        silence), a reply string, or ``{"handled": True, "reply": {"text": ...}}`` to claim
+        the turn; ``None`` to let the agent run.
+
+    Stops at the first claim. A plugin that raises is reported and does not claim.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def before_agent_finalize(
+    run_id: str,
+    session_id: str,
+    session_key: str | None,
+    provider: str,
+    model: str,
+    last_assistant_message: str,
+    messages: list[Any],
+    revision: int,
+) -> FinalizeDecision | Mapping[str, Any] | str | None:
+    """Judge a final answer before the run returns it; ask for a revision if it falls short.
+
+    Called when a turn ends with a visible final answer, before the run accepts it, while the
+    revision budget (``MAX_BEFORE_AGENT_FINALIZE_REVISIONS``, 3 per model) lasts. A revision
+    is one more model pass on the same session: the model gets the request as a user message
+    after its draft, and its next final answer is the one returned (and judged again).
+
+    :param run_id: the run's id.
+    :param session_id: the session of the run.
+    :param session_key: the session's routing key, if any.
+    :param provider: the provider of the model that answered.
+    :param model: the id of the model that answered.
+    :param last_assistant_message: the text of the final answer.
+    :param messages: the session's messages, the answer last (do not mutate).
+    :param revision: how many revisions this run already made (0 on the first answer).
+    :returns: ``FinalizeDecision("revise", reason)`` (or ``{"action": "revise", "reason": ...}``
+        or the reason as a string) for one more pass; ``FinalizeDecision("finalize")`` to
+        accept even if another plugin asks for a revision; ``None`` or ``continue`` to accept.
+
+    Every implementation is called; ``finalize`` wins, revision reasons are joined. A plugin
+    that raises is reported and treated as ``continue``.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pluggy
 import pytest
 
@@ -400,3 +402,212 @@ def test_hook_register_backends(runtime_factory):
 
     with pytest.raises(ConfigurationError, match="unknown kind 'queues'"):
         _ = runtime_factory(plugins=[("wrong", Wrong())]).components
+
+
+# --------------------------------------------------------------------------- before_agent_finalize
+
+
+def _finalize_config(server: Any, provider: str = "mock") -> dict[str, Any]:
+    """One model served by the fault-injecting server, one key."""
+    return {
+        "models": [
+            {
+                "id": "main",
+                "api": "openai-completions",
+                "provider": provider,
+                "baseUrl": server.base_url,
+                "contextWindow": 64_000,
+                "maxTokens": 1024,
+            }
+        ],
+        "agent": {"model": f"{provider}/main", "timeout_seconds": 20},
+        "auth": {
+            "profiles": [
+                {
+                    "id": f"{provider}:0",
+                    "provider": provider,
+                    "mode": "api_key",
+                    "credential": {"value": "key-a"},
+                }
+            ]
+        },
+    }
+
+
+def _chat_requests(server: Any) -> list[Any]:
+    return [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_finalize_asks_for_one_revision_over_http(runtime_factory):
+    from openclaw_runtime.runner.finalize import (
+        BEFORE_AGENT_FINALIZE_RETRY_PROMPT_PREFIX,
+        FinalizeDecision,
+    )
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    seen: list[tuple[int, str, str]] = []
+
+    class Verifier:
+        @hookimpl
+        def before_agent_finalize(self, last_assistant_message, revision, messages, provider):
+            seen.append((revision, last_assistant_message, messages[-1].role))
+            assert provider == "mock"
+            if "source:" not in last_assistant_message:
+                return FinalizeDecision("revise", "Name your source as 'source: <name>'.")
+            return None
+
+    events: list[Any] = []
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(
+            Reply(text="Lisbon is sunny.", model="main"),
+            Reply(text="Lisbon is sunny. source: IPMA", model="main"),
+        )
+        runtime = runtime_factory(_finalize_config(server), plugins=[("verifier", Verifier())])
+        result = await runtime.run("Weather in Lisbon?", on_event=events.append)
+        await runtime.aclose()
+        requests = _chat_requests(server)
+
+    assert result.ok, result.error
+    assert result.text == "Lisbon is sunny. source: IPMA"  # the revised answer, not the draft
+    assert seen == [
+        (0, "Lisbon is sunny.", "assistant"),
+        (1, "Lisbon is sunny. source: IPMA", "assistant"),
+    ]
+    assert len(requests) == 2
+    sent = requests[1].body["messages"]
+    assert [m["role"] for m in sent[-3:]] == ["user", "assistant", "user"]
+    assert sent[-2]["content"] == "Lisbon is sunny."
+    revision = sent[-1]["content"]
+    assert revision.startswith(BEFORE_AGENT_FINALIZE_RETRY_PROMPT_PREFIX)
+    assert revision.endswith("Name your source as 'source: <name>'.")
+    assert "Weather in Lisbon?" not in revision  # the request stands alone, no re-sent prompt
+    scheduled = [e for e in events if e.type == "retry_scheduled"]
+    assert [(e.kind, e.count, e.limit) for e in scheduled] == [("before_agent_finalize", 1, 3)]
+    roles = [m.role for m in result.messages]
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_finalize_budget_stops_an_always_revising_plugin(
+    runtime_factory,
+):
+    from openclaw_runtime.runner.finalize import MAX_BEFORE_AGENT_FINALIZE_REVISIONS
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    calls: list[int] = []
+
+    class Never:
+        @hookimpl
+        def before_agent_finalize(self, revision):
+            calls.append(revision)
+            return {"action": "revise", "reason": "Try again."}
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(*(Reply(text=f"answer {n}", model="main") for n in range(6)))
+        runtime = runtime_factory(_finalize_config(server), plugins=[("never", Never())])
+        result = await runtime.run("hi")
+        await runtime.aclose()
+        requests = _chat_requests(server)
+
+    assert result.ok, result.error
+    assert calls == list(range(MAX_BEFORE_AGENT_FINALIZE_REVISIONS))
+    assert len(requests) == MAX_BEFORE_AGENT_FINALIZE_REVISIONS + 1
+    assert result.text == f"answer {MAX_BEFORE_AGENT_FINALIZE_REVISIONS}"
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_finalize_finalize_wins_and_a_raising_plugin_is_contained(
+    runtime_factory,
+):
+    from openclaw_runtime.runner.finalize import FinalizeDecision
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    class Reviser:
+        @hookimpl
+        def before_agent_finalize(self):
+            return "More detail, please."
+
+    class Gate:
+        @hookimpl
+        def before_agent_finalize(self):
+            return FinalizeDecision("finalize")
+
+    class Broken:
+        @hookimpl
+        def before_agent_finalize(self):
+            raise RuntimeError("verifier down")
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(text="short", model="main"))
+        runtime = runtime_factory(
+            _finalize_config(server),
+            plugins=[("reviser", Reviser()), ("gate", Gate()), ("broken", Broken())],
+        )
+        result = await runtime.run("hi")
+        await runtime.aclose()
+        requests = _chat_requests(server)
+
+    assert result.ok and result.text == "short"
+    assert len(requests) == 1
+    assert ("broken", "before_agent_finalize") in [(f.plugin, f.hook) for f in result.faults]
+
+
+# --------------------------------------------------------------------------- before_agent_reply
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_reply_answers_a_cron_run_without_the_model(runtime_factory):
+    from openclaw_runtime.runner.cron_reply import ReplyClaim
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    seen: list[tuple[str, str]] = []
+
+    class Digest:
+        @hookimpl
+        def before_agent_reply(self, prompt, trigger):
+            seen.append((prompt, trigger))
+            if prompt == "silent check":
+                return {"handled": True, "reply": {"text": ""}}
+            return ReplyClaim("Nothing new since yesterday.") if prompt == "daily digest" else None
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(text="from the model", model="main"))
+        runtime = runtime_factory(_finalize_config(server), plugins=[("digest", Digest())])
+        claimed = await runtime.run("daily digest", trigger="cron", session_key="cron:digest")
+        silent = await runtime.run("silent check", trigger="cron")
+        unclaimed = await runtime.run("something else", trigger="cron")
+        interactive = await runtime.run("daily digest")  # a user turn is never offered
+        await runtime.aclose()
+        chat = _chat_requests(server)
+
+    assert claimed.ok and claimed.text == "Nothing new since yesterday."
+    assert claimed.outcome.stop_reason == "hook_reply" and claimed.attempts == 0
+    assert silent.ok and silent.text == "" and silent.payloads == []
+    assert unclaimed.ok and unclaimed.text == "from the model"
+    assert interactive.ok
+    assert len(chat) == 2  # only the unclaimed cron run and the user turn called the model
+    assert seen == [
+        ("daily digest", "cron"),
+        ("silent check", "cron"),
+        ("something else", "cron"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_hook_before_agent_reply_raising_plugin_does_not_claim(runtime_factory):
+    from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+
+    class Broken:
+        @hookimpl
+        def before_agent_reply(self):
+            raise RuntimeError("digest store down")
+
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(text="the model answered", model="main"))
+        runtime = runtime_factory(_finalize_config(server), plugins=[("broken", Broken())])
+        result = await runtime.run("daily digest", trigger="cron")
+        await runtime.aclose()
+
+    assert result.ok and result.text == "the model answered"
+    assert ("broken", "before_agent_reply") in [(f.plugin, f.hook) for f in result.faults]

@@ -173,6 +173,10 @@ def _window_warning(e: Any) -> str:
     return f"! small context window for {e.provider}/{e.model}: {e.tokens:,} tokens ({e.source})"
 
 
+def _forward_compat(e: Any) -> str:
+    return f"! {e.provider}/{e.model} is not in the catalog: using {e.template}'s definition"
+
+
 def _fallback_attempt(e: Any) -> str | None:
     if e.attempt <= 1:
         return None
@@ -248,6 +252,7 @@ _HANDLERS: dict[str, Callable[[Any], str | None]] = {
     "compaction_end": _compaction_end,
     "tool_results_truncated": _truncated,
     "context_window_warning": _window_warning,
+    "model_forward_compat": _forward_compat,
     "fallback_attempt_start": _fallback_attempt,
     "fallback_decision": _fallback_decision,
     "fallback_candidate_skipped": _fallback_skipped,

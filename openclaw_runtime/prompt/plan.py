@@ -22,6 +22,7 @@ from ..llm import Tool
 from .bootstrap import load_bootstrap_files
 from .builder import PromptSectionOverride, build_agent_system_prompt
 from .context import PromptContext, RuntimeInfo, SandboxInfo, ToolLine
+from .refusal_scrub import resolve_attempt_base_prompt
 from .settings import PromptSettings
 from .skills import Skill, SkillProblem, format_skills_for_prompt, load_skills, skill_roots
 
@@ -59,6 +60,7 @@ class RunPrompt:
         if key[1] is not None:
             ctx = replace(ctx, tools=key[1])
         text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+        text = resolve_attempt_base_prompt((ctx.runtime.model or "").split("/", 1)[0], text)
         self._rendered[key] = text
         return text
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from .._exceptions import ComponentNotFoundError, ConfigurationError
 from .._registry import ComponentClash, resolve_component_clash
 from ..llm import Model
+from .model_hints import UnknownModelError
 
 __all__ = ["ModelRegistry"]
 
@@ -22,19 +23,27 @@ class ModelRegistry:
         self.prefer: dict[str, str] = {}
         self.load_order: dict[str, int] = {}
         self.clashes: list[ComponentClash] = []
+        #: ``provider/id`` → the plugin whose model a ``[[models]]`` entry replaced.
+        self.overrides: dict[str, str] = {}
 
     def add(
         self, model: Model, *, aliases: Iterable[str] = (), plugin: str | None = None
     ) -> list[ComponentClash]:
-        """Register ``model``; a taken ref or alias is a clash, recorded and settled: a model
-        from config (``plugin=None``) replaces a plugin's, otherwise
-        ``resolve_component_clash`` decides. Returns the clashes it caused."""
+        """Register ``model``; a model from config (``plugin=None``) replaces a plugin's
+        quietly (``overrides``); otherwise a taken ref or alias is a clash, recorded and
+        settled by ``resolve_component_clash``. Returns the clashes it caused."""
         if not isinstance(model, Model):
             raise ConfigurationError(
                 f"register_models expects openclaw_runtime.llm.Model, got {type(model).__name__}"
             )
         found: list[ComponentClash] = []
         ref = model.ref
+        if ref in self._models and plugin is None and self._owners[ref] is not None:
+            # a [[models]] entry replacing a catalog row is what config is for: not a clash
+            self.overrides[ref] = str(self._owners[ref])
+            self._models[ref] = model
+            self._owners[ref] = None
+            return found
         if ref in self._models:
             owner = self._owners[ref]
             if plugin is None and owner is not None:
@@ -80,7 +89,7 @@ class ModelRegistry:
         if len(matches) > 1:
             refs = ", ".join(sorted(m.ref for m in matches))
             raise ComponentNotFoundError("model", f"{name} (ambiguous: {refs})", self._models)
-        raise ComponentNotFoundError("model", name, [*self._models, *self._aliases])
+        raise UnknownModelError(name, [*self._models, *self._aliases])
 
     def owner(self, ref: str) -> str | None:
         """The plugin that registered ``ref``."""

@@ -56,6 +56,7 @@ from ..messages import (
     UserMessage,
 )
 from ..prompt import RunPrompt
+from ..prompt.refusal_scrub import resolve_attempt_base_prompt
 from ..prompt.skills import skill_env_scope
 from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
@@ -309,6 +310,10 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
 
     With a ``RunPrompt``, the system prompt names this attempt's model and the skills'
     environment overrides hold for the attempt only (restored however it ends)."""
+    if spec.plan.prompt:  # Anthropic's refusal trigger never reaches it nor the transcript
+        scrubbed = resolve_attempt_base_prompt(spec.model.provider, spec.plan.prompt)
+        if scrubbed is not spec.plan.prompt:
+            spec = dataclasses.replace(spec, plan=dataclasses.replace(spec.plan, prompt=scrubbed))
     prompt = spec.prompt
     if prompt is None:
         return await _run_attempt(spec)

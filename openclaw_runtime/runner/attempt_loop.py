@@ -34,6 +34,11 @@ from .breaker import (
 )
 from .candidate import CandidateResult, RunFailoverError
 from .events import AttemptEnd, AttemptStart, RetryScheduled
+from .finalize import (
+    BEFORE_AGENT_FINALIZE_ADDITION,
+    MAX_BEFORE_AGENT_FINALIZE_REVISIONS,
+    request_finalize_revision,
+)
 from .recovery import POST_COMPACTION_LOOP_REPEATS
 from .request import RunErrorInfo
 from .retry_instructions import (
@@ -80,9 +85,15 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
         run.total_attempts += 1
         attempt_no = run.total_attempts
         names = list(self.counters.additions)
+        revision = self.counters.additions.pop(BEFORE_AGENT_FINALIZE_ADDITION, None)
         additions = list(self.counters.additions.values())
         self.counters.additions = {}
-        plan = await run.plan_input(self.first_attempt_of_run and attempt_no == 1, additions)
+        # a revision request follows the draft answer as a message of its own
+        plan = (
+            AttemptInputPlan(mode="prompt", prompt=revision)
+            if revision is not None
+            else await run.plan_input(self.first_attempt_of_run and attempt_no == 1, additions)
+        )
         try:
             api_key = await auth.api_key()
         except UnresolvedCredentialError as exc:
@@ -323,6 +334,26 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                     "missing_assistant",
                     counters.missing_assistant,
                     MAX_MISSING_ASSISTANT_RETRIES,
+                )
+            )
+            return RETRY
+        revision = await request_finalize_revision(
+            run,
+            provider=model.provider,
+            model=model.id,
+            last_answer="\n".join(facts.assistant_texts),
+            revisions_so_far=counters.before_agent_finalize,
+            payload_count=payload_count,
+        )
+        if revision is not None:
+            counters.before_agent_finalize += 1
+            counters.additions[BEFORE_AGENT_FINALIZE_ADDITION] = revision
+            await run.emit(
+                RetryScheduled(
+                    attempt_no,
+                    BEFORE_AGENT_FINALIZE_ADDITION,
+                    counters.before_agent_finalize,
+                    MAX_BEFORE_AGENT_FINALIZE_REVISIONS,
                 )
             )
             return RETRY

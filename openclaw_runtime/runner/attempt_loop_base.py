@@ -27,7 +27,7 @@ from .entry import (
     resolve_initial_thinking_level,
     resolve_output_token_cap,
 )
-from .events import AttemptDecision, ContextWindowWarning
+from .events import AttemptDecision, ContextWindowWarning, ModelForwardCompat
 from .retry_instructions import AttemptFacts as RetryFacts
 from .retry_instructions import attempt_had_potential_side_effects
 from .retry_limit import RunRetriesConfig, resolve_max_run_retry_iterations
@@ -106,6 +106,9 @@ class CandidateLoopBase:
             await run.emit(
                 ContextWindowWarning(model.provider, model.id, guard.tokens, guard.source)
             )
+        template = runtime.forward_compat_template(model.ref)
+        if template is not None:
+            await run.emit(ModelForwardCompat(model.provider, model.id, template))
         self.window = guard.tokens
         learned = runtime.learned_context_windows.get(model.ref)
         if learned is not None and learned < self.window:

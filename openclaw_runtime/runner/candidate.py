@@ -83,4 +83,5 @@ class RetryCounters:
     compaction_continuation: int = 0
     same_model_rate_limit: int = 0
     same_model_idle_timeout: int = 0
+    before_agent_finalize: int = 0
     additions: dict[str, str] = field(default_factory=dict)

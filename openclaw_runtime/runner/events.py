@@ -22,6 +22,7 @@ __all__ = [
     "ContextWindowWarning",
     "LaneAcquired",
     "LaneWait",
+    "ModelForwardCompat",
     "PluginFaultRaised",
     "PluginQuarantined",
     "ProfileRotated",
@@ -55,6 +56,17 @@ class ContextWindowWarning(Event):
     model: str
     tokens: int
     source: str
+
+
+@dataclass(slots=True)
+class ModelForwardCompat(Event):
+    """The model is not in the catalog; the run uses the definition of ``template`` (a known
+    model of the same family) for it (forward-compatible resolution)."""
+
+    type: ClassVar[str] = "model_forward_compat"
+    provider: str
+    model: str
+    template: str
 
 
 @dataclass(slots=True)
@@ -140,7 +152,8 @@ class ProfileRotated(Event):
 @dataclass(slots=True)
 class RetryScheduled(Event):
     """The same model is tried again (``kind``: rate_limit, empty_response, reasoning_only,
-    missing_assistant, silent_error, overflow_retry, compaction_continuation, idle_timeout),
+    missing_assistant, silent_error, overflow_retry, compaction_continuation, idle_timeout,
+    before_agent_finalize),
     after ``delay_ms``."""
 
     type: ClassVar[str] = "retry_scheduled"

@@ -49,6 +49,7 @@ from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
 from .checkin import check_in_session
+from .cron_reply import offers_before_agent_reply
 from .engine_lifecycle import (
     bootstrap_context_engine,
     maintain_after_turn,
@@ -232,6 +233,8 @@ class _Run(RunState):
                     stop_reason="hook_block",
                     payloads=[ReplyPayload(text=block.reason, is_error=True)],
                 )
+            elif (claimed := self._cron_reply_claim()) is not None:
+                result = claimed
             else:
                 result = await self._in_lanes()
         except LaneTimeoutError as exc:
@@ -274,6 +277,24 @@ class _Run(RunState):
             )
         )
         return result
+
+    def _cron_reply_claim(self) -> RunResult | None:
+        """A cron run a ``before_agent_reply`` plugin answered itself (``cron_reply``)."""
+        request = self.request
+        if not offers_before_agent_reply(request.trigger):
+            return None
+        claim, _plugin = self.hooks.before_agent_reply(
+            session_id=self.session_id,
+            session_key=self.session_key,
+            prompt=request.prompt,
+            provider=self.model.provider,
+            model=self.model.id,
+            trigger=request.trigger,
+        )
+        if claim is None:
+            return None
+        payloads = [] if claim.text is None else [ReplyPayload(text=claim.text)]
+        return final_result(self, status="ok", stop_reason="hook_reply", payloads=payloads)
 
     async def _in_lanes(self) -> RunResult:
         request = self.request

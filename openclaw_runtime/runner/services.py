@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ..llm import Model, StreamFn
     from ..providers.registry import ModelRegistry
     from ..transcript.policy import TranscriptPolicy
+    from .cron_reply import ReplyClaim
+    from .finalize import FinalizeDecision
 
 __all__ = ["RunHooks", "RunHost", "RunServices"]
 
@@ -62,6 +64,10 @@ class RunHooks(Protocol):
     ) -> tuple[RunBlock | None, str | None]: ...
 
     def on_agent_event(self, event: Event, session_id: str | None) -> None: ...
+
+    def before_agent_finalize(self, **kwargs: Any) -> FinalizeDecision: ...
+
+    def before_agent_reply(self, **kwargs: Any) -> tuple[ReplyClaim | None, str | None]: ...
 
     def classify_failover(
         self, signal: FailoverSignal
@@ -108,6 +114,8 @@ class RunHost(Protocol):
     def retry_backoff_scale(self) -> float: ...
 
     def resolve_model(self, name: str | Model | None = None) -> Model: ...
+
+    def forward_compat_template(self, ref: str) -> str | None: ...
 
     def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn: ...
 

@@ -11,7 +11,12 @@ def test_anthropic_plugin_is_discovered_with_its_hooks():
     assert record.status == "loaded"
     assert record.distribution == "openclaw-runtime-anthropic"
     assert record.entry_point == "openclaw_runtime_anthropic.plugin"
-    assert record.hooks == ["classify_failover", "register_providers", "validate_replay_turns"]
+    assert record.hooks == [
+        "classify_failover",
+        "register_models",
+        "register_providers",
+        "validate_replay_turns",
+    ]
     runtime.plugin_manager.check_pending()
     api = {"anthropic": "anthropic-messages", "google": "google-generative-ai"}["anthropic"]
     assert runtime.components.providers.registration(api).plugin == "anthropic"

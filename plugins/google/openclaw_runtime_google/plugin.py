@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_runtime import hookimpl
-from openclaw_runtime._types import RegisterComponent
+from openclaw_runtime._types import RegisterComponent, RegisterModel
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
+from openclaw_runtime.providers.catalog import catalog_aliases, catalog_models
 from openclaw_runtime.transcript import TranscriptPolicy
 
 from ._failover import GOOGLE_FAILOVER_OWNER
@@ -14,7 +15,7 @@ from ._provider import GeminiProvider
 from ._request import GOOGLE_GENERATIVE_AI_API
 from ._turns import validate_google_replay_turns
 
-__all__ = ["classify_failover", "register_providers", "validate_replay_turns"]
+__all__ = ["classify_failover", "register_models", "register_providers", "validate_replay_turns"]
 
 
 @hookimpl
@@ -27,6 +28,13 @@ def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
 def register_providers(register: RegisterComponent) -> None:
     """``google-generative-ai``: Gemini streamGenerateContent over httpx (one per runtime)."""
     register(GOOGLE_GENERATIVE_AI_API, GeminiProvider().stream_fn)
+
+
+@hookimpl
+def register_models(register: RegisterModel) -> None:
+    """The ``google`` rows of the core's catalog (``openclaw_runtime.providers.catalog``)."""
+    for model in catalog_models("google"):
+        register(model, aliases=catalog_aliases(model.ref))
 
 
 @hookimpl

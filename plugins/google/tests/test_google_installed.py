@@ -11,7 +11,12 @@ def test_google_plugin_is_discovered_with_its_hooks():
     assert record.status == "loaded"
     assert record.distribution == "openclaw-runtime-google"
     assert record.entry_point == "openclaw_runtime_google.plugin"
-    assert record.hooks == ["classify_failover", "register_providers", "validate_replay_turns"]
+    assert record.hooks == [
+        "classify_failover",
+        "register_models",
+        "register_providers",
+        "validate_replay_turns",
+    ]
     runtime.plugin_manager.check_pending()
     api = {"anthropic": "anthropic-messages", "google": "google-generative-ai"}["google"]
     assert runtime.components.providers.registration(api).plugin == "google"
