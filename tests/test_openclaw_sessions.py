@@ -33,8 +33,10 @@ from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 
 from openclaw_runtime import Runtime
+from openclaw_runtime.cli import cli
 from openclaw_runtime.messages import ImageContent, TextContent, UserMessage
 from openclaw_runtime.runner.openclaw_sessions import (
     OpenClawSessionIndexError,
@@ -391,3 +393,23 @@ def test_the_replay_pipeline_fills_blank_user_turns() -> None:
     policy = resolve_transcript_policy("openai-completions", "p", "m1")
     out = sanitize_session_history([UserMessage(content=[TextContent(text=" ")])], policy)
     assert out[0].content == [TextContent(text=BLANK_USER_FALLBACK_TEXT)]
+
+
+def test_cli_names_a_broken_sessions_json(
+    tmp_path: Path, server: FaultInjectingOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "agent"
+    sessions = openclaw_dir(state)
+    (sessions / "sessions.json").write_bytes(b'{"agent:main:main": ')
+    monkeypatch.setenv("OPENCLAW_RUNTIME_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "")
+    monkeypatch.setenv("OPENCLAW_RUNTIME_MODEL", "echo/echo")
+    monkeypatch.setenv("OPENCLAW_RUNTIME_RAISE_ERRORS", "0")
+    monkeypatch.delenv("OPENCLAW_RUNTIME_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["run", "--session-key", KEY, "hi"])
+    assert result.exit_code == 2, result.output
+    assert str(sessions / "sessions.json") in result.output
+    assert "not valid JSON" in result.output
+    assert (sessions / "sessions.json").read_bytes() == b'{"agent:main:main": '
+    assert (sessions / FIXTURE.name).read_bytes() == FIXTURE.read_bytes()
