@@ -89,9 +89,12 @@ def openclaw_dir(root: Path) -> Path:
 
 
 def side_files(sessions: Path) -> list[str]:
-    """Backups and set-aside files a repair would have left."""
+    """Backups and set-aside files a repair would have left, and OpenClaw's own lock file
+    (``<file>.lock``: one left behind would keep OpenClaw's writers out for 30 minutes)."""
     return sorted(
-        p.name for p in sessions.iterdir() if ".bak" in p.name or p.name.endswith(".invalid.jsonl")
+        p.name
+        for p in sessions.iterdir()
+        if ".bak" in p.name or p.name.endswith((".invalid.jsonl", ".jsonl.lock"))
     )
 
 
