@@ -247,3 +247,63 @@ async def test_responses_ids_in_a_session_replay_within_40_chars_and_paired(
     assert [r["content"] for r in results] == ["alpha", "beta"]  # each result kept its call
     assert CALL_A not in str(body) and CALL_B not in str(body)
     assert sent[-1] == {"role": "user", "content": "and now?"}
+
+
+# --------------------------------------------------------------------------- Anthropic and Gemini
+
+STRICT_RE = re.compile(r"^[A-Za-z0-9]{1,40}$")
+
+
+@pytest.mark.parametrize(
+    ("raw", "mode", "expected"),
+    [
+        # OpenClaw tool-call-id.test.ts vectors (strict: alphanumerics only)
+        ("call|item:123", "strict", "callitem123"),
+        ("whatsapp_login_1768799841527_1", "strict", "whatsapplogin17687998415271"),
+        ("call1", "strict", "call1"),
+        ("call_" + "x" * 434, "strict", "call" + "x" * 36),  # capped at 40
+        ("|:-", "strict", "sanitizedtoolid"),  # nothing alphanumeric left
+        # Anthropic: its own ids stay as they are, every other id is strict
+        ("toolu_01A09q90qw90lq917835lq9", "anthropic", "toolu_01A09q90qw90lq917835lq9"),
+        ("toolu_bdrk_01ABC", "anthropic", "toolu_bdrk_01ABC"),
+        ("toolu-01", "anthropic", "toolu01"),  # not the native pattern
+        ("call.1", "anthropic", "call1"),
+        (CALL_A, "anthropic", "callsE22kQ9vXw3LmN8pRt5YbZ1cfc0b65a1a1a1"),
+    ],
+)
+def test_strict_and_anthropic_ids(raw: str, mode: ToolCallIdMode, expected: str) -> None:
+    assert normalize_tool_call_id(raw, mode) == expected
+
+
+@pytest.mark.parametrize("mode", ["strict", "anthropic"])
+@pytest.mark.parametrize("name", list(TRANSCRIPTS))
+def test_strict_transcripts_are_valid_unique_and_paired(name: str, mode: ToolCallIdMode) -> None:
+    out = normalize_tool_call_ids(TRANSCRIPTS[name], mode)
+    pairs = _pairs(out)
+    assert len(pairs) == len(_pairs(TRANSCRIPTS[name]))
+    for call_id, result_id in pairs:
+        assert call_id == result_id
+        assert STRICT_RE.match(call_id), call_id
+    assert len({c for c, _ in pairs}) == len(pairs)
+
+
+def test_collisions_get_alphanumeric_suffixes() -> None:
+    # OpenClaw: "call_a|b" and "call_a:b" both strip to "callab"; the second must differ
+    out = normalize_tool_call_ids([_call("call_a|b", "call_a:b"), _result("call_a|b")], "strict")
+    assistant = out[0]
+    assert isinstance(assistant, AssistantMessage)
+    first, second = (c.id for c in assistant.tool_calls())
+    assert first == "callab" and second != first and STRICT_RE.match(second)
+    result = out[1]
+    assert isinstance(result, ToolResultMessage) and result.tool_call_id == first
+
+
+def test_native_anthropic_ids_repeated_get_a_fresh_id_the_second_time() -> None:
+    native = "toolu_01XYZ"
+    out = normalize_tool_call_ids(
+        [_call(native), _result(native), _call(native), _result(native)], "anthropic"
+    )
+    first, second = (c for c, _ in _pairs(out))
+    assert first == native
+    assert second != native and STRICT_RE.match(second)
+    assert [r for _, r in _pairs(out)] == [first, second]

@@ -21,7 +21,7 @@ from openclaw_runtime import Runtime, TranscriptError
 from openclaw_runtime.messages import load_message
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
 from openclaw_runtime.transcript import SessionManager, validate_session_id
-from openclaw_runtime.transcript.jsonl import invalid_lines_path
+from openclaw_runtime.transcript.jsonl import invalid_lines_path, session_lock_path
 from openclaw_runtime.transcript.repair import STREAM_ERROR_FALLBACK_TEXT
 from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 from tests.run_support import openai_config, pending_repairs, repair_backups
@@ -317,7 +317,7 @@ async def test_a_planted_symlinked_lock_file_is_a_clear_error_and_touches_nothin
     path = await two_turn_session(tmp_path / "state", server)
     outside = tmp_path / "outside.txt"
     outside.write_text("precious\n")
-    lock = path.with_name(path.name + ".lock")
+    lock = session_lock_path(path)
     lock.unlink()
     os.symlink(outside, lock)
     append(path, b"not json\n")  # opening must repair, which takes the lock

@@ -15,7 +15,7 @@ from openclaw_runtime import TranscriptError
 from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_runtime.transcript import JsonlSessionStore, SessionManager, validate_session_id
 from openclaw_runtime.transcript.entries import SessionPathError
-from openclaw_runtime.transcript.jsonl import SessionLockTimeout
+from openclaw_runtime.transcript.jsonl import SessionLockTimeout, session_lock_path
 from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 
 pytestmark = pytest.mark.anyio
@@ -386,7 +386,7 @@ async def test_concurrent_appends_from_many_tasks(tmp_path):
 
 async def test_writer_waits_for_the_lock_and_times_out_clearly(tmp_path):
     manager = await new_session(tmp_path, lock_timeout=0.05)
-    other = filelock.FileLock(f"{manager.path}.lock")
+    other = filelock.FileLock(str(session_lock_path(manager.path)))
     other.acquire()
     try:
         with pytest.raises(SessionLockTimeout, match="locked by another writer"):

@@ -15,8 +15,9 @@ __all__ = ["register_transcript_sanitizers", "validate_replay_turns"]
 
 @hookimpl(trylast=True)
 def register_transcript_sanitizers(register: RegisterOrdered) -> None:
-    """The core pipeline: images 20, thinking signatures 30, reasoning 40/45, tool-call inputs
-    50, pairing 60, tool-result details 70, stale usage 80, Google turn ordering 90."""
+    """The core pipeline: blank user turns 10, images 20, thinking signatures 30, reasoning
+    40/45, tool-call inputs 50, pairing 60, tool-result details 70, stale usage 80, Google turn
+    ordering 90."""
     for spec in BUILTIN_SANITIZERS:
         register(spec.name, spec.fn, order=spec.order)
 

@@ -7,6 +7,11 @@ session, and a run given only an id gets its key backfilled at the earliest poin
 atomically under a file lock, so several processes can share a state directory. A damaged
 index is set aside (``index.json.corrupt-<time>-<pid>``, with a warning) and starts empty
 (``_files.load_or_set_aside``); entries this version cannot read are carried through writes.
+
+OpenClaw's own index, ``sessions.json`` in the same folder (``openclaw_sessions``), is read
+too, never written: a key this index does not know is looked up there, so a key OpenClaw
+created continues OpenClaw's transcript, and a run on such a key writes nothing here (the
+binding stays OpenClaw's). A key bound here wins over OpenClaw's binding of it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ from filelock import FileLock
 
 from .._files import DamagedStateFile, atomic_write, load_or_set_aside, remove_stale_temps
 from ..redaction import package_logger
+from .openclaw_sessions import (
+    OPENCLAW_SESSION_INDEX_FILE,
+    OpenClawSessionIndex,
+    OpenClawSessionIndexError,
+    openclaw_entry_session_id,
+)
 
 __all__ = ["JsonFileSessionIndex", "SessionIndex", "SessionIndexEntry"]
 
@@ -66,9 +77,22 @@ class JsonFileSessionIndex:
     ``SessionIndex`` backend). The ``*_sync`` lookups are the blocking forms (one ``stat`` when
     the file did not change); the async ones are the ``backends.SessionIndex`` protocol."""
 
-    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lock_timeout: float = 30.0,
+        openclaw_index: bool | str | os.PathLike[str] = True,
+    ) -> None:
+        """:param openclaw_index: OpenClaw's ``sessions.json`` to read as well: ``True`` the
+        one beside ``path``, a path that file, ``False`` none."""
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        if openclaw_index is True:
+            openclaw_index = self.path.with_name(OPENCLAW_SESSION_INDEX_FILE)
+        self.openclaw: OpenClawSessionIndex | None = (
+            None if openclaw_index is False else OpenClawSessionIndex(openclaw_index)
+        )
         self._cache: tuple[tuple[int, int], dict[str, SessionIndexEntry]] | None = None
         self._swept = False  # stale temp files of dead writers removed (once, at first read)
 
@@ -117,25 +141,57 @@ class JsonFileSessionIndex:
             self._cache = None
             return result
 
-    def lookup_id_sync(self, session_key: str) -> str | None:
-        """The session id bound to ``session_key``."""
+    def _own_id(self, session_key: str) -> str | None:
         entry = self._read().get(session_key)
         value = entry.get("sessionId") if entry else None
         return value if isinstance(value, str) else None
 
+    def _openclaw_or_warn(self, lookup: Callable[[OpenClawSessionIndex], T]) -> T | None:
+        """An OpenClaw lookup where a broken ``sessions.json`` only costs a warning."""
+        if self.openclaw is None:
+            return None
+        try:
+            return lookup(self.openclaw)
+        except OpenClawSessionIndexError as exc:
+            logger.warning("%s", exc)
+            return None
+
+    def lookup_id_sync(self, session_key: str) -> str | None:
+        """The session id bound to ``session_key`` here, else in OpenClaw's ``sessions.json``
+        (``OpenClawSessionIndexError``, naming the file, when that file is not readable)."""
+        own = self._own_id(session_key)
+        if own is not None or self.openclaw is None:
+            return own
+        return self.openclaw.lookup_id(session_key)
+
     def lookup_key_sync(self, session_id: str) -> str | None:
-        """The (most recently updated) key bound to ``session_id`` — the backfill."""
+        """The (most recently updated) key bound to ``session_id`` — the backfill; OpenClaw's
+        keys when this index has none (a broken ``sessions.json`` is only a warning here)."""
         best: tuple[float, str] | None = None
         for key, entry in self._read().items():
             if entry.get("sessionId") == session_id:
                 updated = _updated_at(entry)
                 if best is None or updated > best[0]:
                     best = (updated, key)
-        return best[1] if best else None
+        if best is not None:
+            return best[1]
+        return self._openclaw_or_warn(lambda index: index.lookup_key(session_id))
 
     def entries_sync(self) -> dict[str, SessionIndexEntry]:
-        """A copy of the whole index."""
-        return {key: dict(value) for key, value in self._read().items()}
+        """A copy of the whole index, OpenClaw's keys included (``"source": "openclaw"``)."""
+        merged: dict[str, SessionIndexEntry] = {}
+        openclaw = self._openclaw_or_warn(lambda index: index.entries())
+        if openclaw and self.openclaw is not None:
+            for key, entry in openclaw.items():
+                session_id = openclaw_entry_session_id(entry, self.openclaw.sessions_dir)
+                if session_id is not None:
+                    merged[key] = {
+                        "sessionId": session_id,
+                        "updatedAt": _updated_at(entry),
+                        "source": "openclaw",
+                    }
+        merged.update({key: dict(value) for key, value in self._read().items()})
+        return merged
 
     async def lookup_id(self, session_key: str) -> str | None:
         """The session id bound to ``session_key``."""
@@ -168,9 +224,14 @@ class JsonFileSessionIndex:
         return await anyio.to_thread.run_sync(self._update_sync, update)
 
     async def bind(self, session_key: str, session_id: str) -> None:
-        """Point ``session_key`` at ``session_id`` (no write when already so)."""
+        """Point ``session_key`` at ``session_id`` (no write when already so, here or — for a
+        key this index does not hold — in OpenClaw's ``sessions.json``)."""
         entry = self._read().get(session_key)
         if entry is not None and entry.get("sessionId") == session_id:
+            return
+        if entry is None and session_id == self._openclaw_or_warn(
+            lambda index: index.lookup_id(session_key)
+        ):
             return
 
         def update(index: dict[str, SessionIndexEntry]) -> None:

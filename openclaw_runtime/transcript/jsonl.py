@@ -32,6 +32,7 @@ from ..redaction import contains_secret, redact_bytes, redact_data
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
+    "SESSION_LOCK_SUFFIX",
     "Durability",
     "InvalidLine",
     "ParsedSession",
@@ -46,6 +47,7 @@ __all__ = [
     "open_side_file",
     "parse_session_bytes",
     "session_lock",
+    "session_lock_path",
 ]
 
 Durability = Literal["none", "flush", "fsync"]
@@ -284,12 +286,22 @@ def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) ->
 
 _held = threading.local()
 
+#: Suffix of a session file's write lock. Not ``.lock``: OpenClaw's own writers take
+#: ``<file>.lock`` by creating it exclusively and treat an existing one as held (an empty one
+#: for 30 minutes), so a lock file left beside a session OpenClaw also writes would block it.
+SESSION_LOCK_SUFFIX = ".runtime.lock"
+
+
+def session_lock_path(session_file: str | Path) -> Path:
+    """The write-lock file of a session file (``<file>.runtime.lock``)."""
+    return Path(f"{session_file}{SESSION_LOCK_SUFFIX}")
+
 
 @contextlib.contextmanager
 def session_lock(
     session_file: str | Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT
 ) -> Iterator[None]:
-    """Hold the cross-process write lock of one session file (``<file>.lock``).
+    """Hold the cross-process write lock of one session file (:func:`session_lock_path`).
 
     Re-entrant within a thread (a repair that re-reads under the lock may lock again).
     Acquire and release happen on the calling thread; callers run the whole locked section
@@ -305,7 +317,7 @@ def session_lock(
         finally:
             held[key] -= 1
         return
-    lock = filelock.FileLock(f"{session_file}.lock", timeout=timeout)
+    lock = filelock.FileLock(str(session_lock_path(session_file)), timeout=timeout)
     try:
         lock.acquire()
     except filelock.Timeout as exc:

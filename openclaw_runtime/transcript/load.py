@@ -90,7 +90,7 @@ def load_session_file(
             path, data, parsed.header_problem, repair=repair, clock=clock, timeout=timeout
         )
     assert parsed.header is not None
-    plan = plan_session_repair(parsed, keep_error_turns=True)
+    plan = plan_session_repair(parsed, as_written=True)
     report = RepairReport(repaired=False)
     if repair and plan.needed:
         with session_lock(path, timeout=timeout):
@@ -109,7 +109,7 @@ def load_session_file(
             stat = os.stat(path)
     else:
         if not repair:
-            plan = plan_session_repair(parsed, keep_error_turns=True)  # in memory only
+            plan = plan_session_repair(parsed, as_written=True)  # in memory only
         # The size we parsed, not the size now: a writer that appended since the read is
         # then noticed (and its entries read) before our next write.
         return (
@@ -149,7 +149,7 @@ def _recover_header(
         raise TranscriptError(f"cannot load session file {path.name}: {problem}")
     if not repair:
         parsed = parse_session_bytes(salvage.content)
-        plan = plan_session_repair(parsed, keep_error_turns=True)
+        plan = plan_session_repair(parsed, as_written=True)
         report = RepairReport(repaired=False, reason="damaged session header")
         return (
             SessionTree.build(salvage.header, plan.entries),

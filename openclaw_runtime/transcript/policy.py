@@ -70,7 +70,10 @@ class TranscriptPolicy:
     """Which sanitizers and replay rules apply to one model.
 
     ``enabled`` / ``disabled`` name sanitizers to force on or off; ``options`` carries
-    provider-specific switches. The remaining fields are OpenClaw's policy flags.
+    provider-specific switches. The remaining fields are OpenClaw's policy flags, except its
+    ``sanitizeToolCallIds`` / ``toolCallIdMode`` / ``preserveNativeAnthropicToolUseIds``:
+    tool-call ids are rewritten by each provider's request builder, which knows the
+    endpoint's id rules (``transcript.tool_call_ids``), so the policy does not carry them.
     """
 
     api: str
@@ -80,9 +83,6 @@ class TranscriptPolicy:
     disabled: frozenset[str] = frozenset()
     options: dict[str, Any] = field(default_factory=dict)
     sanitize_mode: SanitizeMode = "images-only"
-    sanitize_tool_call_ids: bool = False
-    tool_call_id_mode: str | None = None
-    preserve_native_anthropic_tool_use_ids: bool = False
     repair_tool_use_result_pairing: bool = True
     preserve_signatures: bool = False
     drop_thinking_blocks: bool = False
@@ -191,7 +191,6 @@ def resolve_transcript_policy(
     is_anthropic = api_name in ANTHROPIC_APIS
     is_strict_openai_compatible = api_name == "openai-completions"
     is_responses = api_name in OPENAI_RESPONSES_APIS
-    sanitize_ids = is_google or is_anthropic or is_strict_openai_compatible or is_responses
     is_claude_responses = is_responses and bool(_CLAUDE_FAMILY_RE.search(lower_model))
     drop_thinking = is_anthropic and should_drop_claude_thinking_blocks(model)
     keep_reasoning = bool(model_reasoning) or _requires_reasoning_content_replay(model)
@@ -200,8 +199,6 @@ def resolve_transcript_policy(
         provider=provider_name,
         model_id=model,
         sanitize_mode="full" if is_google or is_anthropic else "images-only",
-        sanitize_tool_call_ids=sanitize_ids,
-        tool_call_id_mode="strict" if sanitize_ids else None,
         repair_tool_use_result_pairing=True,
         preserve_signatures=is_anthropic,
         drop_thinking_blocks=drop_thinking,

@@ -15,8 +15,11 @@ Rules (OpenClaw ``session-file-repair.ts``, spec §12.2), applied to the records
   reject, so ``droppedBlankUserMessages`` stays 0. Blank text blocks next to media are removed;
 * trailing assistant entries that ended in ``stopReason: "error"`` are dropped (they would make
   Anthropic answer 400 "does not support assistant message prefill"); a normal completed
-  trailing assistant is kept. The store's own loader (``keep_error_turns``) skips this rule and
-  the empty-error-turn rewrite: what the store wrote is loaded as written;
+  trailing assistant is kept. The store's own loader (``as_written``) skips this rule, the
+  empty-error-turn rewrite and the blank-user rewrite: a file the store or OpenClaw wrote is
+  valid as written, so only damage (a cut or unparsable line, an unusable block, a broken
+  link) is repaired on disk; the replay does the rest in memory (``blank_user``,
+  ``providers.replay``);
 * a content block that is not an object with a string ``type`` (a list or an object there
   breaks every later run) is moved to the side file and removed from its entry;
 * an entry that reuses an earlier entry's id, or links (``parentId``, a leaf's ``targetId``)
@@ -222,14 +225,18 @@ def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) 
     return None
 
 
-def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False) -> RepairPlan:
+def plan_session_repair(
+    parsed: ParsedSession, *, keep_error_turns: bool = False, as_written: bool = False
+) -> RepairPlan:
     """Apply the per-record rules and the trailing-error rule to one parse (pure).
 
-    ``keep_error_turns`` is the store's own loader (``SessionManager.open``): it takes what
-    the store writes as is, so assistant error turns (``content: []`` included, as OpenClaw
-    writes them) are neither rewritten nor dropped from the end; the replay pipeline already
-    keeps failed turns away from providers.
+    ``keep_error_turns``: assistant error turns (``content: []`` included, as OpenClaw writes
+    them) are neither rewritten nor dropped from the end; the replay pipeline already keeps
+    failed turns away from providers. ``as_written`` is the store's own loader
+    (``SessionManager.open``): error turns kept as above and blank user content kept too
+    (the ``blank_user_turns`` sanitizer fills it in on replay), so only damage changes a line.
     """
+    keep_error_turns = keep_error_turns or as_written
     entries = parsed.entries
     out: list[dict[str, Any]] = []
     changed: list[bool] = []
@@ -264,7 +271,7 @@ def plan_session_repair(parsed: ParsedSession, *, keep_error_turns: bool = False
                     changed.append(True)
                     plan.rewritten_assistant_messages += 1
                     continue
-            elif role == "user":
+            elif role == "user" and not as_written:
                 fixed = repair_user_entry(entry)
                 if fixed is not None:
                     out.append(fixed)

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..containment import PluginGuard, component_unit
 from ..messages import Usage
+from .blank_user import fill_blank_user_turns
 from .entries import parse_timestamp_ms
 from .images import sanitize_session_messages_images
 from .pairing import sanitize_tool_use_result_pairing
@@ -88,6 +89,10 @@ class SanitizerSpec:
 
 
 # --------------------------------------------------------------------------- built-in stages
+
+
+def _blank_user_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    return fill_blank_user_turns(messages)
 
 
 def _images(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
@@ -212,6 +217,7 @@ def _google_turn_ordering(messages: list[Any], policy: TranscriptPolicy) -> list
 
 #: The core sanitizers, registered by the ``builtin.transcript`` plugin.
 BUILTIN_SANITIZERS: tuple[SanitizerSpec, ...] = (
+    SanitizerSpec("blank_user_turns", _blank_user_turns, 10),
     SanitizerSpec("images", _images, 20),
     SanitizerSpec("thinking_signatures", _thinking_signatures, 30),
     SanitizerSpec("drop_reasoning_from_history", _drop_reasoning, 40),

@@ -2,12 +2,16 @@
 
 A session may hold ids another API minted: OpenAI's Responses API writes
 ``call_<id>|fc_<item>`` ids of ~90 characters, Bedrock writes ``tooluse_…``. Chat Completions
-rejects ids over 40 characters and Mistral accepts exactly 9 alphanumerics, so a replay to
-such a provider must rewrite them — deterministically, without two different ids collapsing
-to one, and identically for a call and the result that answers it (the APIs pair them by id).
+rejects ids over 40 characters, Mistral accepts exactly 9 alphanumerics, and OpenClaw replays
+to Anthropic and Gemini with alphanumeric ids of at most 40 characters (keeping Anthropic's own
+``toolu_…`` ids), so a replay to such a provider must rewrite them — deterministically,
+without two different ids collapsing to one, and identically for a call and the result that
+answers it (the APIs pair them by id).
 
-* :func:`tool_call_id_mode` — which id rules a provider follows (``openai``, ``strict9`` or
-  ``keep``);
+* :func:`tool_call_id_mode` — which id rules an OpenAI-compatible endpoint follows (``openai``,
+  ``strict9`` or ``keep``); the Anthropic and Gemini request builders use ``anthropic`` and
+  ``strict`` (OpenClaw's ``toolCallIdMode: "strict"``, with ``preserveNativeAnthropicToolUseIds``
+  for Anthropic);
 * :func:`normalize_tool_call_id` — the preferred replacement for one id, alone;
 * :func:`normalize_tool_call_ids` — the whole transcript rewritten, collision-free, calls
   and results kept paired (inputs are never mutated).
@@ -25,21 +29,27 @@ from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 __all__ = [
     "OPENAI_TOOL_CALL_ID_MAX_CHARS",
     "STRICT9_TOOL_CALL_ID_CHARS",
+    "STRICT_TOOL_CALL_ID_MAX_CHARS",
     "ToolCallIdMode",
     "normalize_tool_call_id",
     "normalize_tool_call_ids",
     "tool_call_id_mode",
 ]
 
-ToolCallIdMode = Literal["openai", "strict9", "keep"]
-TOOL_CALL_ID_MODES: frozenset[str] = frozenset({"openai", "strict9", "keep"})
+ToolCallIdMode = Literal["openai", "strict", "strict9", "anthropic", "keep"]
+TOOL_CALL_ID_MODES: frozenset[str] = frozenset({"openai", "strict", "strict9", "anthropic", "keep"})
 
 OPENAI_TOOL_CALL_ID_MAX_CHARS = 40
+#: ``strict`` ids (Anthropic, Gemini): alphanumerics only, at most this many.
+STRICT_TOOL_CALL_ID_MAX_CHARS = 40
 STRICT9_TOOL_CALL_ID_CHARS = 9
 _HASH_CHARS = 8
 _UNSAFE_CHARS_RE = re.compile(r"[^A-Za-z0-9_-]")
 _NON_ALNUM_RE = re.compile(r"[^A-Za-z0-9]")
-_STRICT9_RE = re.compile(r"^[A-Za-z0-9]{9}$")
+_STRICT9_RE = re.compile(r"^[A-Za-z0-9]{9}\Z")
+_STRICT_RE = re.compile(r"^[A-Za-z0-9]{1,40}\Z")
+#: An id Anthropic minted itself; replayed to Anthropic unchanged (OpenClaw keeps them too).
+_NATIVE_ANTHROPIC_RE = re.compile(r"^toolu_[A-Za-z0-9_]+\Z")
 
 
 def tool_call_id_mode(
@@ -98,24 +108,39 @@ def _strict9_id(raw: str) -> str:
     return _short_hash(alphanumeric or "sanitized", STRICT9_TOOL_CALL_ID_CHARS)
 
 
+def _strict_id(raw: str) -> str:
+    alphanumeric = _NON_ALNUM_RE.sub("", raw)
+    return alphanumeric[:STRICT_TOOL_CALL_ID_MAX_CHARS] or "sanitizedtoolid"
+
+
 def normalize_tool_call_id(raw: str, mode: ToolCallIdMode) -> str:
     """The preferred provider-safe form of one id (before collision handling).
 
     ``openai``: a Responses ``call|item`` id becomes ``call_item`` with characters outside
     ``[A-Za-z0-9_-]`` replaced by ``_``; anything over 40 characters becomes its first
-    characters plus ``_`` and an 8-hex hash of the raw id. ``strict9``: exactly 9
-    alphanumerics. ``keep``: unchanged.
+    characters plus ``_`` and an 8-hex hash of the raw id. ``strict``: the id's alphanumerics,
+    at most 40 (``call|item:123`` → ``callitem123``). ``anthropic``: an id Anthropic minted
+    (``toolu_…``) unchanged, any other as ``strict``. ``strict9``: exactly 9 alphanumerics.
+    ``keep``: unchanged.
     """
     if mode == "keep":
         return raw
     if mode == "strict9":
         return _strict9_id(raw)
+    if mode == "anthropic" and _NATIVE_ANTHROPIC_RE.match(raw):
+        return raw
+    if mode in ("strict", "anthropic"):
+        return _strict_id(raw)
     return _openai_id(raw)
 
 
 def _is_valid(candidate: str, mode: ToolCallIdMode) -> bool:
     if mode == "strict9":
         return bool(_STRICT9_RE.match(candidate))
+    if mode == "anthropic" and _NATIVE_ANTHROPIC_RE.match(candidate):
+        return True
+    if mode in ("strict", "anthropic"):
+        return bool(_STRICT_RE.match(candidate))
     return 0 < len(candidate) <= OPENAI_TOOL_CALL_ID_MAX_CHARS and not _UNSAFE_CHARS_RE.search(
         candidate
     )
@@ -129,6 +154,10 @@ def _unique(seed: str, mode: ToolCallIdMode, used: set[str]) -> str:
         digest = _short_hash(f"{seed}:{attempt}")
         if mode == "strict9":
             candidate = _short_hash(f"{seed}:{attempt}", STRICT9_TOOL_CALL_ID_CHARS)
+        elif mode in ("strict", "anthropic"):
+            # no separator: the result must stay alphanumeric
+            base = _strict_id(seed)[: STRICT_TOOL_CALL_ID_MAX_CHARS - _HASH_CHARS]
+            candidate = f"{base}{digest}"
         else:
             base = candidate[: OPENAI_TOOL_CALL_ID_MAX_CHARS - _HASH_CHARS - 1]
             candidate = f"{base}_{digest}"

@@ -1,9 +1,8 @@
 """Anthropic's additions to the shared replay transform (``openclaw_runtime.providers.replay``):
-tool-call ids in the form the Messages API accepts, and the tool turn in progress."""
+tool-call ids in the form OpenClaw replays to the Messages API, and the tool turn in progress."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from openclaw_runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
@@ -15,6 +14,7 @@ from openclaw_runtime.providers.replay import (
     USER_IMAGE_OMITTED_TEXT,
     prepare_replay_messages,
 )
+from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_id
 
 __all__ = [
     "FAILED_ASSISTANT_REPLAY_TEXT",
@@ -27,12 +27,12 @@ __all__ = [
     "prepare_replay_messages",
 ]
 
-_TOOL_ID_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
-
 
 def normalize_anthropic_tool_call_id(call_id: str) -> str:
-    """Anthropic accepts ``^[a-zA-Z0-9_-]+$`` ids of at most 64 characters."""
-    return _TOOL_ID_INVALID.sub("_", call_id)[:64]
+    """One id alone in the form replayed to Anthropic (OpenClaw's rule: a native ``toolu_…``
+    id unchanged, any other reduced to at most 40 alphanumerics). A whole transcript goes
+    through ``normalize_tool_call_ids(messages, "anthropic")``, which also keeps ids unique."""
+    return normalize_tool_call_id(call_id, "anthropic")
 
 
 def active_tool_turn_index(messages: Sequence[Message]) -> int:

@@ -29,10 +29,10 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
 from ._replay import (
     active_tool_turn_index,
-    normalize_anthropic_tool_call_id,
     prepare_replay_messages,
 )
 from ._thinking import (
@@ -298,7 +298,7 @@ def _assistant_param(
             blocks.append(
                 {
                     "type": "tool_use",
-                    "id": normalize_anthropic_tool_call_id(block.id),
+                    "id": block.id,
                     "name": block.name,
                     "input": block.arguments or {},
                 }
@@ -331,8 +331,14 @@ def convert_messages(
     cache_control: Mapping[str, str] | None = None,
     cache_marker_limit: int = ANTHROPIC_CACHE_CONTROL_LIMIT,
 ) -> list[dict[str, Any]]:
-    """Transcript messages as Messages API ``messages`` (user/assistant turns only)."""
-    replayable = prepare_replay_messages(messages, model)
+    """Transcript messages as Messages API ``messages`` (user/assistant turns only).
+
+    Tool-call ids follow OpenClaw's Anthropic replay rule (``anthropic`` mode of
+    ``transcript.tool_call_ids``): Anthropic's own ``toolu_…`` ids unchanged, any other id
+    (an OpenAI Responses ``call_…|fc_…`` of ~90 characters, say) reduced to at most 40
+    alphanumerics, collision-free and identical for a call and its result.
+    """
+    replayable = normalize_tool_call_ids(prepare_replay_messages(messages, model), "anthropic")
     active = -1 if replay_thinking else active_tool_turn_index(replayable)
     allow_empty = _compat_flag(model, "allow_empty_signature", False)
     params: list[dict[str, Any]] = []
@@ -355,7 +361,7 @@ def convert_messages(
                 results.append(
                     {
                         "type": "tool_result",
-                        "tool_use_id": normalize_anthropic_tool_call_id(result.tool_call_id),
+                        "tool_use_id": result.tool_call_id,
                         "content": _tool_result_content(result),
                         "is_error": result.is_error,
                     }

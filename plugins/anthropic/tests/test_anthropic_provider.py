@@ -1223,13 +1223,13 @@ def test_tool_results_merge_into_one_user_turn_with_following_user_text():
         UserMessage(content="steer"),
     ]
     converted = convert_messages(history, claude(input=["text", "image"]))
-    assert converted[1]["content"][0]["id"] == "call_1"  # normalized id
+    assert converted[1]["content"][0]["id"] == "call1"  # OpenClaw's strict id: alphanumerics
     assert converted[2] == {
         "role": "user",
         "content": [
             {
                 "type": "tool_result",
-                "tool_use_id": "call_1",
+                "tool_use_id": "call1",
                 "content": "[tool error with no output]",
                 "is_error": True,
             },

@@ -37,6 +37,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
 from ._replay import prepare_replay_messages
 from ._schema import clean_schema_for_gemini
@@ -65,7 +66,6 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _GEMINI_MAJOR = re.compile(r"^gemini(?:-live)?-(\d+)")
 _GEMINI_3_PRO = re.compile(r"^(?:google/)?gemini-3(?:\.\d+)?-pro")
 _GEMINI_3_FLASH = re.compile(r"^(?:google/)?gemini-3(?:\.\d+)?-flash")
-_TOOL_ID_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 _TOOL_CHOICE_MODES = {"auto": "AUTO", "none": "NONE", "any": "ANY"}
 _BUDGETS_2_5_PRO = {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}
 _BUDGETS_2_5_FLASH = {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}
@@ -104,10 +104,6 @@ def is_valid_thought_signature(signature: str | None) -> bool:
     if not signature:
         return False
     return len(signature) % 4 == 0 and bool(_BASE64.match(signature))
-
-
-def _normalize_tool_call_id(call_id: str) -> str:
-    return _TOOL_ID_INVALID.sub("_", call_id)[:64]
 
 
 # --------------------------------------------------------------------------- thinking
@@ -212,7 +208,7 @@ def _model_content(message: AssistantMessage, model: Model) -> dict[str, Any] | 
         elif isinstance(block, ToolCall):
             call: dict[str, Any] = {"name": block.name, "args": block.arguments or {}}
             if include_id:
-                call["id"] = _normalize_tool_call_id(block.id)
+                call["id"] = block.id
             parts.append(signed({"functionCall": call}, block.thought_signature))
     return {"role": "model", "parts": parts} if parts else None
 
@@ -237,12 +233,20 @@ def _function_response(
         response["parts"] = image_parts
         image_parts = []
     if requires_tool_call_id(model.id):
-        response["id"] = _normalize_tool_call_id(message.tool_call_id)
+        response["id"] = message.tool_call_id
     return {"functionResponse": response}, image_parts
 
 
 def convert_messages(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
-    """Transcript messages as Gemini ``contents``."""
+    """Transcript messages as Gemini ``contents``.
+
+    Where the model pairs calls and responses by id (``requires_tool_call_id``), the ids
+    follow OpenClaw's Gemini replay rule (``toolCallIdMode: "strict"``): at most 40
+    alphanumerics, collision-free, identical for a call and its response.
+    """
+    replayable = prepare_replay_messages(messages, model)
+    if requires_tool_call_id(model.id):
+        replayable = normalize_tool_call_ids(replayable, "strict")
     contents: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None
     image_turns: list[dict[str, Any]] = []
@@ -253,7 +257,7 @@ def convert_messages(messages: Sequence[Message], model: Model) -> list[dict[str
         image_turns.clear()
         results = None
 
-    for message in prepare_replay_messages(messages, model):
+    for message in replayable:
         if not isinstance(message, ToolResultMessage):
             end_result_run()
         if isinstance(message, UserMessage):

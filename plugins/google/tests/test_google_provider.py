@@ -1030,8 +1030,9 @@ def test_models_behind_the_gemini_api_that_need_call_ids_get_them():
         ToolResultMessage(tool_call_id="toolu|01", tool_name="f", content=[TextContent(text="r")]),
     ]
     contents = convert_messages(history, claude)
-    assert contents[1]["parts"][0]["functionCall"]["id"] == "toolu_01"
-    assert contents[2]["parts"][0]["functionResponse"]["id"] == "toolu_01"
+    # OpenClaw's Gemini rule (strict): alphanumerics only, the call and its response alike
+    assert contents[1]["parts"][0]["functionCall"]["id"] == "toolu01"
+    assert contents[2]["parts"][0]["functionResponse"]["id"] == "toolu01"
 
 
 def test_json_schema_compat_sends_the_raw_schema():
