@@ -34,7 +34,11 @@ from .limits import (
     TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE,
     resolve_tool_result_context_max_chars,
 )
-from .preemptive import PreemptiveCompactionDecision, should_preemptively_compact_before_prompt
+from .preemptive import (
+    PreemptiveCompactionDecision,
+    prompt_fits_budget,
+    should_preemptively_compact_before_prompt,
+)
 from .projection import ToolResultProjectionState
 from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
 from .truncation import (
@@ -307,6 +311,9 @@ class _HasTransformContext(Protocol):
 TransformContext: TypeAlias = Callable[[list[Any], AbortSignal | None], Any]
 
 
+_measure = estimate_tool_result_context_chars
+
+
 class ToolResultContextGuard:
     """A ``transform_context`` that bounds tool results and runs the mid-turn precheck.
 
@@ -325,7 +332,9 @@ class ToolResultContextGuard:
     ) -> None:
         self.context_window_tokens = max(1, math.floor(context_window_tokens))
         #: How each heavy tool result was projected, so later requests resend the same bytes.
-        self.projection_state = projection_state or ToolResultProjectionState()
+        self.projection_state = (
+            projection_state if projection_state is not None else ToolResultProjectionState()
+        )
         self.max_single_tool_result_chars = resolve_tool_result_context_max_chars(
             context_window_tokens
         )
@@ -335,6 +344,9 @@ class ToolResultContextGuard:
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
         self._target: _HasTransformContext | None = None
+        #: id(message) → (message, limit, projection) of the previous request: a message
+        #: object seen again (a tool loop resends the whole history) is not projected again.
+        self._projected: dict[int, tuple[Any, int, Any]] = {}
 
     async def __call__(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
         source = messages
@@ -345,16 +357,30 @@ class ToolResultContextGuard:
             if isinstance(transformed, list | tuple):
                 source = list(transformed)
         limit = self.max_single_tool_result_chars
-        context_messages = [
-            self.projection_state.project(
-                m, limit, truncate_tool_result_to_chars, estimate_tool_result_context_chars
-            )
-            for m in source
-        ]
+        context_messages = self._project_all(source, limit)
         precheck = self.mid_turn_precheck
         if precheck is not None and precheck.enabled:
             self._precheck(precheck, messages, context_messages)
         return context_messages
+
+    def _project_all(self, source: list[Any], limit: int) -> list[Any]:
+        """Every message projected to ``limit``, reusing the projection of a message object
+        the previous request already held (same object, same limit: same projection)."""
+        earlier = self._projected
+        seen: dict[int, tuple[Any, int, Any]] = {}
+        out = []
+        for message in source:
+            hit = earlier.get(id(message))
+            if hit is not None and hit[0] is message and hit[1] == limit:
+                projected = hit[2]
+            else:
+                projected = self.projection_state.project(
+                    message, limit, truncate_tool_result_to_chars, _measure
+                )
+            seen[id(message)] = (message, limit, projected)
+            out.append(projected)
+        self._projected = seen
+        return out
 
     def _precheck(
         self, options: MidTurnPrecheckOptions, raw: list[Any], context_messages: list[Any]
@@ -369,9 +395,19 @@ class ToolResultContextGuard:
             raw, raw_fence
         ):
             # The post-truncation view is what the next request would send.
+            system_prompt = options.get_system_prompt() if options.get_system_prompt else None
+            if prompt_fits_budget(
+                context_messages,
+                context_token_budget=options.context_token_budget,
+                reserve_tokens=options.resolve_reserve_tokens(),
+                system_prompt=system_prompt,
+                estimator=self.estimator,
+            ):
+                self._last_seen_length = len(context_messages)
+                return
             decision = should_preemptively_compact_before_prompt(
                 messages=context_messages,
-                system_prompt=options.get_system_prompt() if options.get_system_prompt else None,
+                system_prompt=system_prompt,
                 prompt="",  # inside a tool loop the prompt is already in the messages
                 context_token_budget=options.context_token_budget,
                 reserve_tokens=options.resolve_reserve_tokens(),
@@ -394,6 +430,7 @@ class ToolResultContextGuard:
     def reset_fence(self) -> None:
         """Forget the fence, e.g. after the transcript was compacted or rewritten."""
         self._last_seen_length = None
+        self._projected = {}
 
     def uninstall(self) -> None:
         """Put the wrapped ``transform_context`` back on the target it was installed on."""
