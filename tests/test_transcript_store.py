@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 import filelock
@@ -335,6 +337,37 @@ async def test_durability_none_buffers_until_flush(tmp_path):
     assert len(lines(manager.path)) == 3
     with pytest.raises(TranscriptError, match="closed"):
         await manager.append_message(UserMessage(content="c", timestamp=3))
+
+
+def exists(path: Path) -> bool:
+    return path.exists()
+
+
+async def test_the_first_flush_creates_the_lock_file_off_the_event_loop(tmp_path, monkeypatch):
+    """Creating a file costs hundreds of µs: a session's first flush (which may create
+    ``<file>.lock``) runs in a worker thread; later flushes append on the loop's thread."""
+    import openclaw_runtime.transcript.append as append_module
+
+    threads: list[int] = []
+    real = append_module.session_lock
+
+    def recording(path, **kwargs):
+        threads.append(threading.get_ident())
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(append_module, "session_lock", recording)
+    manager = await new_session(tmp_path, durability="none")
+    lock_file = Path(f"{manager.path}.lock")
+    assert not exists(lock_file)
+    loop_thread = threading.get_ident()
+    await manager.append_message(UserMessage(content="a", timestamp=1))
+    await manager.flush()
+    assert exists(lock_file) and len(lines(manager.path)) == 2
+    await manager.append_message(UserMessage(content="b", timestamp=2))
+    await manager.flush()
+    assert len(lines(manager.path)) == 3
+    assert threads[0] != loop_thread and threads[1:] == [loop_thread]
+    await manager.aclose()
 
 
 @pytest.mark.parametrize(("durability", "expected_fsyncs"), [("flush", 0), ("fsync", 2)])

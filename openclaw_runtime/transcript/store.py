@@ -244,6 +244,7 @@ class JsonlSessionStore:
         warn: Warn | None = None,
     ) -> None:
         self.sessions_dir = Path(sessions_dir)
+        self._resolved_root: Path | None = None  # resolved once, at the first path_for
         self.durability: Durability = durability
         self.lock_timeout = lock_timeout
         self._now = now
@@ -258,7 +259,10 @@ class JsonlSessionStore:
 
     def path_for(self, session_id: str) -> Path:
         """The file of a session id (``InvalidSessionIdError`` for unsafe ids)."""
-        return session_file_path(self.sessions_dir, session_id)
+        root = self._resolved_root
+        if root is None:
+            root = self._resolved_root = self.sessions_dir.resolve()
+        return session_file_path(self.sessions_dir, session_id, resolved_root=root)
 
     def exists_sync(self, session_id: str) -> bool:
         """Whether the session has a file."""
