@@ -6,7 +6,8 @@ close to free as they get (ours: a stream function pushing one precomputed ``don
 pydantic-ai: ``FunctionModel`` with an async callback, so pydantic-ai runs no tool in a
 thread). Ours runs on a fresh session (created by the run, persisted under the state dir);
 pydantic-ai's ``agent.run`` without history. Sides and K values are interleaved round by
-round; the figure is the median run time divided by K (µs per tool-calling turn), the ratio
+round; the figure is the median run time (wall, and process CPU, which other load on the
+machine disturbs less) divided by K (µs per tool-calling turn), the ratio
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
@@ -124,30 +125,34 @@ async def amain(args: argparse.Namespace) -> None:
             assert out.output == ANSWER.content[0].text, out.output  # type: ignore[union-attr]
             assert sum(1 for m in out.all_messages() if m.kind == "response") == k + 1
         samples: dict[tuple[str, int], list[float]] = {}
+        cpu_samples: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.rounds):
             for k in ks:
                 for side, fn in (("ours", ours), ("pydantic-ai", theirs)):
                     for _ in range(args.batch):
-                        start = time.perf_counter()
+                        start, cpu = time.perf_counter(), time.process_time()
                         await fn(k)
+                        cpu_samples.setdefault((side, k), []).append(time.process_time() - cpu)
                         samples.setdefault((side, k), []).append(time.perf_counter() - start)
         for runtime in runtimes.values():
             await runtime.aclose()
     load = os.getloadavg()
-    med = {key: statistics.median(xs) for key, xs in samples.items()}
     print(
         f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
-    print(f"  {'K':>4s} {'ours µs/turn':>14s} {'pydantic-ai µs/turn':>20s} {'ratio':>7s}")
-    for k in ks:
-        ours_us, theirs_us = med[("ours", k)] / k * 1e6, med[("pydantic-ai", k)] / k * 1e6
-        print(f"  {k:>4d} {ours_us:>14,.0f} {theirs_us:>20,.0f} {ours_us / theirs_us:>6.2f}×")
-    print("  marginal cost of one more tool call (µs), between consecutive K:")
-    for low, high in itertools.pairwise(ks):
-        for side in ("ours", "pydantic-ai"):
-            extra = (med[(side, high)] - med[(side, low)]) / (high - low) * 1e6
-            print(f"    {side:12s} K {low}→{high}: {extra:,.0f} µs")
+    for title, data in (("wall time", samples), ("process CPU time", cpu_samples)):
+        med = {key: statistics.median(xs) for key, xs in data.items()}
+        print(f"  {title}, median per run / K:")
+        print(f"  {'K':>4s} {'ours µs/turn':>14s} {'pydantic-ai µs/turn':>20s} {'ratio':>7s}")
+        for k in ks:
+            ours_us, theirs_us = med[("ours", k)] / k * 1e6, med[("pydantic-ai", k)] / k * 1e6
+            print(f"  {k:>4d} {ours_us:>14,.0f} {theirs_us:>20,.0f} {ours_us / theirs_us:>6.2f}×")
+        print("  marginal cost of one more tool call (µs), between consecutive K:")
+        for low, high in itertools.pairwise(ks):
+            for side in ("ours", "pydantic-ai"):
+                extra = (med[(side, high)] - med[(side, low)]) / (high - low) * 1e6
+                print(f"    {side:12s} K {low}→{high}: {extra:,.0f} µs")
 
 
 def main() -> None:

@@ -343,9 +343,14 @@ def exists(path: Path) -> bool:
     return path.exists()
 
 
-async def test_the_first_flush_creates_the_lock_file_off_the_event_loop(tmp_path, monkeypatch):
-    """Creating a file costs hundreds of µs: a session's first flush (which may create
-    ``<file>.lock``) runs in a worker thread; later flushes append on the loop's thread."""
+def remove(path: Path) -> None:
+    path.unlink()
+
+
+async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
+    """Creating a file costs hundreds of µs. A new session makes its lock file while the
+    session file is created (in a worker thread), so its flushes append on the loop's thread;
+    a session opened without a lock file makes it at its first flush, in a worker thread."""
     import openclaw_runtime.transcript.append as append_module
 
     threads: list[int] = []
@@ -356,18 +361,25 @@ async def test_the_first_flush_creates_the_lock_file_off_the_event_loop(tmp_path
         return real(path, **kwargs)
 
     monkeypatch.setattr(append_module, "session_lock", recording)
+    loop_thread = threading.get_ident()
     manager = await new_session(tmp_path, durability="none")
     lock_file = Path(f"{manager.path}.lock")
-    assert not exists(lock_file)
-    loop_thread = threading.get_ident()
-    await manager.append_message(UserMessage(content="a", timestamp=1))
-    await manager.flush()
-    assert exists(lock_file) and len(lines(manager.path)) == 2
-    await manager.append_message(UserMessage(content="b", timestamp=2))
-    await manager.flush()
-    assert len(lines(manager.path)) == 3
-    assert threads[0] != loop_thread and threads[1:] == [loop_thread]
+    assert exists(lock_file)
+    for text in ("a", "b"):
+        await manager.append_message(UserMessage(content=text, timestamp=1))
+        await manager.flush()
+    assert threads == [loop_thread, loop_thread]
     await manager.aclose()
+
+    remove(lock_file)
+    threads.clear()
+    reopened = await SessionManager.open(manager.path, durability="none")
+    for text in ("c", "d"):
+        await reopened.append_message(UserMessage(content=text, timestamp=2))
+        await reopened.flush()
+    assert exists(lock_file) and len(lines(manager.path)) == 5
+    assert threads[0] != loop_thread and threads[1:] == [loop_thread]
+    await reopened.aclose()
 
 
 @pytest.mark.parametrize(("durability", "expected_fsyncs"), [("flush", 0), ("fsync", 2)])

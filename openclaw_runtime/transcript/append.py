@@ -248,8 +248,8 @@ class SessionWriter(SessionReader):
                     return tree
 
             if not self._lock_file_ready:
-                # the first flush of an opened session may create its lock file: a file
-                # creation is slow enough (hundreds of µs) to keep off the event loop
+                # no lock file when the session was opened: creating one is slow enough
+                # (hundreds of µs) to keep off the event loop (a new session made its own)
                 tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
             else:
                 try:

@@ -33,7 +33,13 @@ import anyio
 from .._exceptions import TranscriptError
 from .._files import remove_stale_temps
 from .entries import iso_timestamp, make_header
-from .jsonl import DEFAULT_LOCK_TIMEOUT, Durability, create_exclusive, encode_record, session_lock
+from .jsonl import (
+    DEFAULT_LOCK_TIMEOUT,
+    Durability,
+    create_exclusive,
+    encode_record,
+    session_lock,
+)
 from .load import Clock, ExternalChanges, load_session_file, utc_now
 from .reader import Warn
 from .repair import summarize_repair
@@ -105,7 +111,7 @@ class SessionManager(SessionRewriter):
         except FileExistsError:
             raise TranscriptError(f"session file {target.name} already exists") from None
         stat = os.stat(target)
-        return cls(
+        manager = cls(
             target,
             SessionTree.build(header, []),
             durability=durability,
@@ -114,6 +120,8 @@ class SessionManager(SessionRewriter):
             warn=warn,
             file_state=(stat.st_ino, stat.st_size),
         )
+        manager._lock_file_ready = _make_lock_file(target, lock_timeout)
+        return manager
 
     @classmethod
     async def open(
@@ -186,6 +194,7 @@ class SessionManager(SessionRewriter):
             warn(f"session file repaired:{why} {summarize_repair(report)} ({target.name}){kept}")
         for problem in tree.repair_pointers():
             manager._report(f"session {target.name}: {problem}")
+        manager._lock_file_ready = os.path.exists(f"{target}.lock")
         return manager
 
     async def __aenter__(self) -> SessionManager:
@@ -229,6 +238,17 @@ class SessionManager(SessionRewriter):
 
 
 # --------------------------------------------------------------------------- folder of sessions
+
+
+def _make_lock_file(path: Path, timeout: float) -> bool:
+    """Create the new session's lock file now, in the caller's worker thread, so its first
+    flush on the event loop does not pay for a file creation. False when it cannot be made
+    (the flush then meets the same error, as before)."""
+    try:
+        with session_lock(path, timeout=timeout):
+            return True
+    except TranscriptError:  # SessionLockTimeout included
+        return False
 
 
 class JsonlSessionStore:
