@@ -53,6 +53,7 @@ __all__ = [
     "MidTurnPrecheckRequest",
     "MidTurnPrecheckRoute",
     "MidTurnPrecheckSignal",
+    "ProjectionMemo",
     "ToolResultContextGuard",
     "enforce_tool_result_limit",
     "estimate_tool_result_context_chars",
@@ -314,6 +315,42 @@ TransformContext: TypeAlias = Callable[[list[Any], AbortSignal | None], Any]
 _measure = estimate_tool_result_context_chars
 
 
+class ProjectionMemo:
+    """The projections of the messages of the previous request, by message object.
+
+    Projecting a tool result fingerprints it (a JSON dump and a hash), so a request that
+    resends a long history would pay for every result again. A message object seen again at
+    the same limit gets its earlier projection (projection is a function of the message and
+    the limit). Only the latest request's messages are kept. One memo may serve the guards of
+    successive attempts of a session, whose history holds the same message objects.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, int, Any]] = {}
+
+    def project_all(
+        self, source: Sequence[Any], limit: int, project: Callable[[Any], Any]
+    ) -> list[Any]:
+        """``[project(m) for m in source]``, reusing the projection of a message seen before."""
+        earlier = self._entries
+        seen: dict[int, tuple[Any, int, Any]] = {}
+        out = []
+        for message in source:
+            hit = earlier.get(id(message))
+            if hit is not None and hit[0] is message and hit[1] == limit:
+                projected = hit[2]
+            else:
+                projected = project(message)
+            seen[id(message)] = (message, limit, projected)
+            out.append(projected)
+        self._entries = seen
+        return out
+
+    def clear(self) -> None:
+        """Forget every projection."""
+        self._entries = {}
+
+
 class ToolResultContextGuard:
     """A ``transform_context`` that bounds tool results and runs the mid-turn precheck.
 
@@ -329,6 +366,7 @@ class ToolResultContextGuard:
         estimator: TokenEstimator | None = None,
         inner: TransformContext | None = None,
         projection_state: ToolResultProjectionState | None = None,
+        memo: ProjectionMemo | None = None,
     ) -> None:
         self.context_window_tokens = max(1, math.floor(context_window_tokens))
         #: How each heavy tool result was projected, so later requests resend the same bytes.
@@ -344,9 +382,9 @@ class ToolResultContextGuard:
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
         self._target: _HasTransformContext | None = None
-        #: id(message) → (message, limit, projection) of the previous request: a message
-        #: object seen again (a tool loop resends the whole history) is not projected again.
-        self._projected: dict[int, tuple[Any, int, Any]] = {}
+        #: The previous request's projections: a message object sent again (a tool loop
+        #: resends the whole history) is not projected again.
+        self.memo = memo if memo is not None else ProjectionMemo()
 
     async def __call__(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
         source = messages
@@ -364,23 +402,12 @@ class ToolResultContextGuard:
         return context_messages
 
     def _project_all(self, source: list[Any], limit: int) -> list[Any]:
-        """Every message projected to ``limit``, reusing the projection of a message object
-        the previous request already held (same object, same limit: same projection)."""
-        earlier = self._projected
-        seen: dict[int, tuple[Any, int, Any]] = {}
-        out = []
-        for message in source:
-            hit = earlier.get(id(message))
-            if hit is not None and hit[0] is message and hit[1] == limit:
-                projected = hit[2]
-            else:
-                projected = self.projection_state.project(
-                    message, limit, truncate_tool_result_to_chars, _measure
-                )
-            seen[id(message)] = (message, limit, projected)
-            out.append(projected)
-        self._projected = seen
-        return out
+        state = self.projection_state
+        return self.memo.project_all(
+            source,
+            limit,
+            lambda message: state.project(message, limit, truncate_tool_result_to_chars, _measure),
+        )
 
     def _precheck(
         self, options: MidTurnPrecheckOptions, raw: list[Any], context_messages: list[Any]
@@ -430,7 +457,7 @@ class ToolResultContextGuard:
     def reset_fence(self) -> None:
         """Forget the fence, e.g. after the transcript was compacted or rewritten."""
         self._last_seen_length = None
-        self._projected = {}
+        self.memo.clear()
 
     def uninstall(self) -> None:
         """Put the wrapped ``transform_context`` back on the target it was installed on."""
@@ -445,10 +472,12 @@ def install_tool_result_context_guard(
     context_window_tokens: float,
     mid_turn_precheck: MidTurnPrecheckOptions | None = None,
     estimator: TokenEstimator | None = None,
+    memo: ProjectionMemo | None = None,
 ) -> ToolResultContextGuard:
     """Wrap ``target.transform_context`` (an ``AgentLoopConfig`` or an ``Agent``) with the guard.
 
-    The existing transform runs first; the guard works on its output. Returns the guard:
+    The existing transform runs first; the guard works on its output. ``memo`` lets the
+    guards of successive attempts on one history share their projections. Returns the guard:
     ``guard.uninstall()`` restores the previous transform, ``guard.last_signal`` holds the
     last precheck signal.
     """
@@ -459,6 +488,7 @@ def install_tool_result_context_guard(
         mid_turn_precheck=mid_turn_precheck,
         estimator=estimator,
         inner=target.transform_context,
+        memo=memo,
     )
     guard._target = target
     target.transform_context = guard
