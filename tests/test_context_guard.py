@@ -28,6 +28,11 @@ from openclaw_runtime.context.guard import (
     is_mid_turn_precheck_signal,
     truncate_tool_result_to_chars,
 )
+from openclaw_runtime.context.preemptive import (
+    prompt_fits_budget,
+    should_preemptively_compact_before_prompt,
+)
+from openclaw_runtime.context.projection import ToolResultProjectionState
 from openclaw_runtime.context.truncation import (
     CONTEXT_LIMIT_TRUNCATION_NOTICE,
     format_context_limit_truncation_notice,
@@ -426,3 +431,50 @@ async def test_guard_wraps_an_agent_loop_config_and_its_existing_transform():
     assert estimate_tool_result_context_chars(sent) <= 8_192
     [stored] = _tool_results(new_messages)
     assert texts(stored) == BIG_OUTPUT
+
+
+class CountingProjectionState(ToolResultProjectionState):
+    def __init__(self) -> None:
+        super().__init__()
+        self.projected: list[object] = []
+
+    def project(self, message, max_chars, project, measure):  # type: ignore[no-untyped-def]
+        self.projected.append(message)
+        return super().project(message, max_chars, project, measure)
+
+
+@pytest.mark.anyio
+async def test_a_message_object_sent_again_is_not_projected_again():
+    """A tool loop resends the whole history; only the new messages are projected."""
+    state = CountingProjectionState()
+    guard = ToolResultContextGuard(context_window_tokens=8_192, projection_state=state)
+    big = tool_result("w" * 50_000)
+    first = await guard([USER, CALL, big], None)
+    assert state.projected == [USER, CALL, big]
+    state.projected.clear()
+    more = tool_result("small")
+    second = await guard([USER, CALL, big, CALL, more], None)
+    assert state.projected == [more]
+    assert second[:3] == first and second[2] is first[2]  # the same projected bytes
+    # an edited copy (a new object) is projected again, and the limit is part of the key
+    state.projected.clear()
+    edited = big.model_copy(update={"content": [TextContent(text="short now")]})
+    third = await guard([USER, CALL, edited], None)
+    assert state.projected == [edited] and texts(third[2]) == "short now"
+    state.projected.clear()
+    guard.max_single_tool_result_chars = 100_000
+    await guard([USER, CALL, edited], None)
+    assert state.projected == [USER, CALL, edited]
+
+
+@pytest.mark.parametrize("budget", [500, 1_000, 2_000, 5_000, 20_000, 200_000])
+@pytest.mark.parametrize("size", [0, 100, 4_000, 20_000, 60_000])
+def test_prompt_fits_budget_agrees_with_the_routing_decision(budget, size):
+    messages = [USER, CALL, tool_result("y" * size)] if size else [USER]
+    decision = should_preemptively_compact_before_prompt(
+        messages=messages, context_token_budget=budget, reserve_tokens=400, system_prompt="sys"
+    )
+    fits = prompt_fits_budget(
+        messages, context_token_budget=budget, reserve_tokens=400, system_prompt="sys"
+    )
+    assert fits == (decision.route == "fits")

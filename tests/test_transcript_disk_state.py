@@ -20,7 +20,7 @@ import pytest
 from openclaw_runtime import Runtime, TranscriptError
 from openclaw_runtime.messages import load_message
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
-from openclaw_runtime.transcript import SessionManager, validate_session_id
+from openclaw_runtime.transcript import JsonlSessionStore, SessionManager, validate_session_id
 from openclaw_runtime.transcript.jsonl import invalid_lines_path, session_lock_path
 from openclaw_runtime.transcript.repair import STREAM_ERROR_FALLBACK_TEXT
 from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
@@ -266,6 +266,23 @@ async def test_a_planted_symlinked_backup_is_never_written_through(tmp_path, ser
     append(path, b"not json\n")
     with pytest.raises(TranscriptError, match="symbolic link"):
         SessionManager.open_sync(path, now=lambda: moment)
+    assert outside.read_text() == "precious\n"
+
+
+def test_a_session_file_symlinked_outside_the_folder_is_refused(tmp_path):
+    """The sessions folder is resolved once per store; a link planted at the file itself is
+    still followed and refused when it leads outside (and accepted when it stays inside)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    store = JsonlSessionStore(sessions)
+    assert store.path_for("plain") == sessions.resolve() / "plain.jsonl"
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("precious\n")
+    os.symlink(outside, sessions / "planted.jsonl")
+    with pytest.raises(InvalidSessionIdError, match="outside the sessions folder"):
+        store.path_for("planted")
+    os.symlink(sessions / "plain.jsonl", sessions / "alias.jsonl")
+    assert store.path_for("alias") == sessions.resolve() / "plain.jsonl"
     assert outside.read_text() == "precious\n"
 
 

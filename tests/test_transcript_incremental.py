@@ -20,7 +20,11 @@ from openclaw_runtime.messages import (
     UserMessage,
 )
 from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
-from openclaw_runtime.transcript.incremental import IncrementalSanitizer, find_stable_boundary
+from openclaw_runtime.transcript.incremental import (
+    IncrementalSanitizer,
+    find_stable_boundary,
+    find_tool_loop_boundary,
+)
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
 
 POLICIES = {
@@ -161,3 +165,122 @@ def test_boundary_waits_for_open_tool_calls_and_a_later_assistant() -> None:
     ]
     assert find_stable_boundary(messages) == 5
     assert find_stable_boundary(messages[:6]) == 0
+
+
+class ToolLoopHistory(History):
+    """A history whose user turns run long tool loops, sanitized before every model call."""
+
+    def step(self) -> None:
+        """One more model call of the current loop: an assistant turn and (mostly) its results."""
+        rng = self.rng
+        blocks: list[Any] = []
+        if rng.random() < 0.5:
+            signature = rng.choice([None, "sig", "sig", "  "])
+            blocks.append(ThinkingContent(thinking="plan", thinking_signature=signature))
+        calls = []
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            self.calls += 1
+            calls.append(ToolCall(id=f"call_{self.calls}", name=rng.choice(["read", "exec"])))
+        if rng.random() < 0.01:
+            calls.append(ToolCall(id=calls[0].id, name="read"))  # a duplicate id
+        self.messages.append(self.assistant([*blocks, *calls], stop="toolUse"))
+        order = list(calls)
+        if rng.random() < 0.2:
+            rng.shuffle(order)
+        for call in order:
+            if rng.random() < 0.005:
+                continue  # a result that never arrived
+            self.messages.append(
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=[TextContent(text="out " * rng.randint(1, 4))],
+                    details={"raw": 2},
+                    is_error=rng.random() < 0.1,
+                    timestamp=self.stamp(),
+                )
+            )
+        if rng.random() < 0.02:
+            self.messages.append(CustomMessage(custom_type="note", content="aside"))
+        if rng.random() < 0.02:
+            self.messages.append(self.assistant([], stop="error"))
+
+    def user(self) -> None:
+        self.messages.append(UserMessage(content=f"q {len(self.messages)}", timestamp=self.stamp()))
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(10))
+def test_incremental_equals_full_pipeline_inside_tool_loops(policy_name: str, seed: int) -> None:
+    """Sanitized before every model call of long tool loops, as the runner does."""
+    policy = POLICIES[policy_name]
+    history = ToolLoopHistory(seed)
+    incremental = IncrementalSanitizer()
+    loop_hits = 0
+    for turn in range(8):
+        if turn == 5:
+            history.compact()
+        if history.rng.random() < 0.85:
+            history.user()
+        else:
+            history.turn()  # a plain turn (sometimes failed) before the loop
+        for _ in range(history.rng.randint(0, 14)):
+            messages = list(history.messages)
+            expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+            got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+            assert dumped(got) == dumped(expected), f"seed {seed}, turn {turn}"
+            loop_hits += incremental._loop is not None
+            history.step()
+        messages = list(history.messages)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(incremental.run(messages, policy, BUILTIN_SANITIZERS)) == dumped(expected)
+    assert loop_hits > 0  # the tool-loop cache was actually used
+
+
+def test_tool_loop_prefix_is_reused_not_resanitized() -> None:
+    """Each call inside a clean tool loop only sanitizes the context and the new messages."""
+    policy = POLICIES["anthropic"]
+    seen: list[int] = []
+
+    def counting(messages: list[Any], policy: Any, sanitizers: Any, **kwargs: Any) -> list[Any]:
+        seen.append(len(messages))
+        return run_transcript_sanitizers(messages, policy, sanitizers, **kwargs)
+
+    history = ToolLoopHistory(3)
+    history.user()
+    incremental = IncrementalSanitizer()
+    for _ in range(30):
+        call = ToolCall(id=f"c{len(history.messages)}", name="read")
+        history.messages.append(history.assistant([call], stop="toolUse"))
+        history.messages.append(ToolResultMessage(tool_call_id=call.id, tool_name="read"))
+        messages = list(history.messages)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=counting)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected)
+    # after the first two calls: the context (user + first group), the group before the
+    # boundary and the new group; flat however long the loop grows
+    assert seen[:2] == [3, 5]
+    assert set(seen[2:]) == {7}
+    assert len(history.messages) == 61
+
+
+def test_tool_loop_boundary_needs_a_clean_loop() -> None:
+    c1, c2, c3 = (ToolCall(id=f"c{i}", name="read") for i in (1, 2, 3))
+
+    def result(call: ToolCall) -> ToolResultMessage:
+        return ToolResultMessage(tool_call_id=call.id, tool_name="read")
+
+    user = UserMessage(content="go", timestamp=1)
+    a1 = AssistantMessage(content=[c1], stop_reason="toolUse", timestamp=2)
+    a2 = AssistantMessage(content=[c2], stop_reason="toolUse", timestamp=3)
+    a3 = AssistantMessage(content=[c3], stop_reason="toolUse", timestamp=4)
+    loop = [user, a1, result(c1), a2, result(c2), a3]
+    found = find_tool_loop_boundary(loop, 0)
+    assert found is not None and (found.index, found.context_end) == (5, 3)
+    assert find_tool_loop_boundary(loop[:3], 0) is None  # one group: nothing before it to keep
+    # a result missing, or something else inside the loop, stops the scan there
+    assert find_tool_loop_boundary([user, a1, a2, result(c2), a3], 0) is None
+    odd = [user, a1, result(c1), a2, CustomMessage(custom_type="x", content="y"), a3]
+    found = find_tool_loop_boundary(odd, 0)
+    assert found is not None and found.index == 3
+    assert find_tool_loop_boundary(loop, 1) is None  # not a user message

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 import filelock
@@ -335,6 +337,49 @@ async def test_durability_none_buffers_until_flush(tmp_path):
     assert len(lines(manager.path)) == 3
     with pytest.raises(TranscriptError, match="closed"):
         await manager.append_message(UserMessage(content="c", timestamp=3))
+
+
+def exists(path: Path) -> bool:
+    return path.exists()
+
+
+def remove(path: Path) -> None:
+    path.unlink()
+
+
+async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
+    """Creating a file costs hundreds of µs. A new session makes its lock file while the
+    session file is created (in a worker thread), so its flushes append on the loop's thread;
+    a session opened without a lock file makes it at its first flush, in a worker thread."""
+    import openclaw_runtime.transcript.append as append_module
+
+    threads: list[int] = []
+    real = append_module.session_lock
+
+    def recording(path, **kwargs):
+        threads.append(threading.get_ident())
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(append_module, "session_lock", recording)
+    loop_thread = threading.get_ident()
+    manager = await new_session(tmp_path, durability="none")
+    lock_file = session_lock_path(manager.path)
+    assert exists(lock_file)
+    for text in ("a", "b"):
+        await manager.append_message(UserMessage(content=text, timestamp=1))
+        await manager.flush()
+    assert threads == [loop_thread, loop_thread]
+    await manager.aclose()
+
+    remove(lock_file)
+    threads.clear()
+    reopened = await SessionManager.open(manager.path, durability="none")
+    for text in ("c", "d"):
+        await reopened.append_message(UserMessage(content=text, timestamp=2))
+        await reopened.flush()
+    assert exists(lock_file) and len(lines(manager.path)) == 5
+    assert threads[0] != loop_thread and threads[1:] == [loop_thread]
+    await reopened.aclose()
 
 
 @pytest.mark.parametrize(("durability", "expected_fsyncs"), [("flush", 0), ("fsync", 2)])

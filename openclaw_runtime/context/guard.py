@@ -34,7 +34,11 @@ from .limits import (
     TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE,
     resolve_tool_result_context_max_chars,
 )
-from .preemptive import PreemptiveCompactionDecision, should_preemptively_compact_before_prompt
+from .preemptive import (
+    PreemptiveCompactionDecision,
+    prompt_fits_budget,
+    should_preemptively_compact_before_prompt,
+)
 from .projection import ToolResultProjectionState
 from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
 from .truncation import (
@@ -49,6 +53,7 @@ __all__ = [
     "MidTurnPrecheckRequest",
     "MidTurnPrecheckRoute",
     "MidTurnPrecheckSignal",
+    "ProjectionMemo",
     "ToolResultContextGuard",
     "enforce_tool_result_limit",
     "estimate_tool_result_context_chars",
@@ -307,6 +312,45 @@ class _HasTransformContext(Protocol):
 TransformContext: TypeAlias = Callable[[list[Any], AbortSignal | None], Any]
 
 
+_measure = estimate_tool_result_context_chars
+
+
+class ProjectionMemo:
+    """The projections of the messages of the previous request, by message object.
+
+    Projecting a tool result fingerprints it (a JSON dump and a hash), so a request that
+    resends a long history would pay for every result again. A message object seen again at
+    the same limit gets its earlier projection (projection is a function of the message and
+    the limit). Only the latest request's messages are kept. One memo may serve the guards of
+    successive attempts of a session, whose history holds the same message objects.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, int, Any]] = {}
+
+    def project_all(
+        self, source: Sequence[Any], limit: int, project: Callable[[Any], Any]
+    ) -> list[Any]:
+        """``[project(m) for m in source]``, reusing the projection of a message seen before."""
+        earlier = self._entries
+        seen: dict[int, tuple[Any, int, Any]] = {}
+        out = []
+        for message in source:
+            hit = earlier.get(id(message))
+            if hit is not None and hit[0] is message and hit[1] == limit:
+                projected = hit[2]
+            else:
+                projected = project(message)
+            seen[id(message)] = (message, limit, projected)
+            out.append(projected)
+        self._entries = seen
+        return out
+
+    def clear(self) -> None:
+        """Forget every projection."""
+        self._entries = {}
+
+
 class ToolResultContextGuard:
     """A ``transform_context`` that bounds tool results and runs the mid-turn precheck.
 
@@ -322,10 +366,13 @@ class ToolResultContextGuard:
         estimator: TokenEstimator | None = None,
         inner: TransformContext | None = None,
         projection_state: ToolResultProjectionState | None = None,
+        memo: ProjectionMemo | None = None,
     ) -> None:
         self.context_window_tokens = max(1, math.floor(context_window_tokens))
         #: How each heavy tool result was projected, so later requests resend the same bytes.
-        self.projection_state = projection_state or ToolResultProjectionState()
+        self.projection_state = (
+            projection_state if projection_state is not None else ToolResultProjectionState()
+        )
         self.max_single_tool_result_chars = resolve_tool_result_context_max_chars(
             context_window_tokens
         )
@@ -335,6 +382,9 @@ class ToolResultContextGuard:
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
         self._target: _HasTransformContext | None = None
+        #: The previous request's projections: a message object sent again (a tool loop
+        #: resends the whole history) is not projected again.
+        self.memo = memo if memo is not None else ProjectionMemo()
 
     async def __call__(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
         source = messages
@@ -345,16 +395,19 @@ class ToolResultContextGuard:
             if isinstance(transformed, list | tuple):
                 source = list(transformed)
         limit = self.max_single_tool_result_chars
-        context_messages = [
-            self.projection_state.project(
-                m, limit, truncate_tool_result_to_chars, estimate_tool_result_context_chars
-            )
-            for m in source
-        ]
+        context_messages = self._project_all(source, limit)
         precheck = self.mid_turn_precheck
         if precheck is not None and precheck.enabled:
             self._precheck(precheck, messages, context_messages)
         return context_messages
+
+    def _project_all(self, source: list[Any], limit: int) -> list[Any]:
+        state = self.projection_state
+        return self.memo.project_all(
+            source,
+            limit,
+            lambda message: state.project(message, limit, truncate_tool_result_to_chars, _measure),
+        )
 
     def _precheck(
         self, options: MidTurnPrecheckOptions, raw: list[Any], context_messages: list[Any]
@@ -369,9 +422,19 @@ class ToolResultContextGuard:
             raw, raw_fence
         ):
             # The post-truncation view is what the next request would send.
+            system_prompt = options.get_system_prompt() if options.get_system_prompt else None
+            if prompt_fits_budget(
+                context_messages,
+                context_token_budget=options.context_token_budget,
+                reserve_tokens=options.resolve_reserve_tokens(),
+                system_prompt=system_prompt,
+                estimator=self.estimator,
+            ):
+                self._last_seen_length = len(context_messages)
+                return
             decision = should_preemptively_compact_before_prompt(
                 messages=context_messages,
-                system_prompt=options.get_system_prompt() if options.get_system_prompt else None,
+                system_prompt=system_prompt,
                 prompt="",  # inside a tool loop the prompt is already in the messages
                 context_token_budget=options.context_token_budget,
                 reserve_tokens=options.resolve_reserve_tokens(),
@@ -394,6 +457,7 @@ class ToolResultContextGuard:
     def reset_fence(self) -> None:
         """Forget the fence, e.g. after the transcript was compacted or rewritten."""
         self._last_seen_length = None
+        self.memo.clear()
 
     def uninstall(self) -> None:
         """Put the wrapped ``transform_context`` back on the target it was installed on."""
@@ -408,10 +472,12 @@ def install_tool_result_context_guard(
     context_window_tokens: float,
     mid_turn_precheck: MidTurnPrecheckOptions | None = None,
     estimator: TokenEstimator | None = None,
+    memo: ProjectionMemo | None = None,
 ) -> ToolResultContextGuard:
     """Wrap ``target.transform_context`` (an ``AgentLoopConfig`` or an ``Agent``) with the guard.
 
-    The existing transform runs first; the guard works on its output. Returns the guard:
+    The existing transform runs first; the guard works on its output. ``memo`` lets the
+    guards of successive attempts on one history share their projections. Returns the guard:
     ``guard.uninstall()`` restores the previous transform, ``guard.last_signal`` holds the
     last precheck signal.
     """
@@ -422,6 +488,7 @@ def install_tool_result_context_guard(
         mid_turn_precheck=mid_turn_precheck,
         estimator=estimator,
         inner=target.transform_context,
+        memo=memo,
     )
     guard._target = target
     target.transform_context = guard

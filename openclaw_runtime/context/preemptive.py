@@ -41,6 +41,7 @@ __all__ = [
     "PreemptiveCompactionRoute",
     "format_pre_prompt_precheck_log",
     "format_prompt_too_large_message",
+    "prompt_fits_budget",
     "resolve_prompt_budget",
     "should_preemptively_compact_before_prompt",
     "should_refuse_prompt_before_sending",
@@ -221,6 +222,24 @@ def should_preemptively_compact_before_prompt(
         tool_result_reducible_chars=reducible,
         effective_reserve_tokens=effective_reserve,
     )
+
+
+def prompt_fits_budget(
+    messages: Sequence[Any],
+    *,
+    context_token_budget: float,
+    reserve_tokens: float,
+    system_prompt: str | None = None,
+    prompt: str = "",
+    estimator: TokenEstimator | None = None,
+) -> bool:
+    """Whether :func:`should_preemptively_compact_before_prompt` would route ``"fits"`` (no
+    rendered pressure, no unwindowed messages), without measuring the tool results: a request
+    that fits needs no reduction potential, which costs a pass over every tool result."""
+    estimate = resolve_token_estimator(estimator)
+    estimated = _as_tokens(estimate(messages, system_prompt=system_prompt, prompt=prompt))
+    budget, _ = resolve_prompt_budget(context_token_budget, reserve_tokens)
+    return estimated <= budget
 
 
 def should_refuse_prompt_before_sending(

@@ -62,6 +62,7 @@ from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
+from .projection_memo import session_projection_memo
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
@@ -392,6 +393,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     )
     install_tool_result_context_guard(
         config,
+        memo=session_projection_memo(session),
         context_window_tokens=spec.context_window,
         mid_turn_precheck=MidTurnPrecheckOptions(
             context_token_budget=spec.context_window,

@@ -247,12 +247,18 @@ class SessionWriter(SessionReader):
                     self._file_state = state
                     return tree
 
-            try:
-                # usually nobody else holds the lock: append right here (a small write)
-                # instead of paying a worker-thread hop at every turn end
-                tree = write(0)
-            except SessionLockTimeout:
+            if not self._lock_file_ready:
+                # no lock file when the session was opened: creating one is slow enough
+                # (hundreds of µs) to keep off the event loop (a new session made its own)
                 tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
+            else:
+                try:
+                    # usually nobody else holds the lock: append right here (a small write)
+                    # instead of paying a worker-thread hop at every turn end
+                    tree = write(0)
+                except SessionLockTimeout:
+                    tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
+            self._lock_file_ready = True
             if tree is not None:
                 tree.repair_pointers()
                 self._tree = tree

@@ -16,11 +16,24 @@ messages after that boundary. Anything else (another policy, other sanitizers, a
 that replaced the start of the history, a message edited in place) falls back to the full
 pipeline. Only the built-in stages are known to be boundary-stable, so a pipeline with any
 plugin sanitizer always runs in full.
+
+**Inside a tool loop.** A tool loop appends no user message, so the boundary above cannot move
+while the model calls tool after tool. Within the current user turn a second, finer boundary
+advances at every *stable entry*: an assistant turn with tool calls whose results have all
+arrived (see :func:`find_tool_loop_boundary`). The prefix before it sanitizes the same way as
+long as only assistant turns and tool results are appended (a new user message would end "the
+tool turn in progress", whose first assistant turn keeps its reasoning), so that cache is only
+used while that holds. The messages after it are sanitized behind a short *context*: the
+compaction summary (if the history starts with one), the user message and the first assistant
+turn of the loop with its results; what the pipeline makes of the context is thrown away. The
+context stands in for everything the stages look at outside the tail: the latest user message,
+an earlier assistant turn of the same tool loop, the compaction stamp, a user-first history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
@@ -29,7 +42,12 @@ from .sanitize import BUILTIN_SANITIZERS, OnError, _as_spec, run_transcript_sani
 from .tool_calls import extract_tool_calls_from_assistant, extract_tool_result_id
 from .wire import role_of, wget
 
-__all__ = ["IncrementalSanitizer", "find_stable_boundary"]
+__all__ = [
+    "IncrementalSanitizer",
+    "ToolLoopBoundary",
+    "find_stable_boundary",
+    "find_tool_loop_boundary",
+]
 
 _BUILTIN_FNS = frozenset(spec.fn for spec in BUILTIN_SANITIZERS)
 
@@ -89,6 +107,115 @@ def _is_replayed_turn(message: Any) -> bool:
     return False
 
 
+_LOOP_ROLES = frozenset({"assistant", "toolResult"})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLoopBoundary:
+    """A stable entry inside the tool loop of the current user turn.
+
+    ``index`` is the assistant turn that starts the part still to sanitize; ``user`` is the
+    user message that opened the loop and ``context_end`` the end of the loop's first
+    assistant turn and its results (``messages[user:context_end]`` is the context).
+    """
+
+    index: int
+    user: int
+    context_end: int
+
+
+def _tool_group_end(messages: Sequence[Any], index: int) -> int | None:
+    """Where the tool group at ``index`` ends, or ``None`` when it is not a stable entry.
+
+    A stable entry is a replayed assistant turn with tool calls (no id twice) followed by
+    exactly one result for each call and nothing else.
+    """
+    message = messages[index]
+    if role_of(message) != "assistant" or not _is_replayed_turn(message):
+        return None
+    ids = [call.id for call in extract_tool_calls_from_assistant(message)]
+    pending = set(ids)
+    if not ids or len(pending) != len(ids):
+        return None
+    end = index + 1
+    while end < len(messages) and role_of(messages[end]) == "toolResult":
+        call_id = extract_tool_result_id(messages[end])
+        if call_id not in pending:
+            return None
+        pending.discard(call_id)
+        end += 1
+    return end if not pending else None
+
+
+def _opens_tool_group(message: Any) -> bool:
+    return (
+        role_of(message) == "assistant"
+        and _is_replayed_turn(message)
+        and bool(extract_tool_calls_from_assistant(message))
+    )
+
+
+def find_tool_loop_boundary(
+    messages: Sequence[Any], user: int, resume: ToolLoopBoundary | None = None
+) -> ToolLoopBoundary | None:
+    """The last stable entry of the tool loop after the user message at ``user``, if any.
+
+    The loop must be clean from its start: the user message, then tool groups (see
+    :func:`_tool_group_end`), the last of which may still wait for results. The boundary is
+    the last tool-calling assistant turn that follows at least one complete group; the first
+    group is the context, so the boundary is never before the loop's second assistant turn.
+    ``resume`` (an earlier result for the same ``user``) skips the part already checked.
+    """
+    if user < 0 or user >= len(messages) or role_of(messages[user]) != "user":
+        return None
+    if resume is not None:
+        context_end, index, best = resume.context_end, resume.index, resume.index
+    else:
+        first = user + 1
+        if first >= len(messages):
+            return None
+        end = _tool_group_end(messages, first)
+        if end is None:
+            return None
+        context_end, index, best = end, end, None
+    while index < len(messages) and _opens_tool_group(messages[index]):
+        best = index
+        end = _tool_group_end(messages, index)
+        if end is None:
+            break
+        index = end
+    if best is None:
+        return None
+    return ToolLoopBoundary(best, user, context_end)
+
+
+def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
+    for index in range(start, len(items)):
+        if items[index] is target:
+            return index
+    return None
+
+
+def _extends(cached: Sequence[Any], messages: Sequence[Any]) -> bool:
+    """``messages`` is ``cached`` (the same objects) plus at least one more message."""
+    return (
+        bool(cached)
+        and len(messages) > len(cached)
+        and all(a is b for a, b in zip(cached, messages, strict=False))
+    )
+
+
+@dataclass(slots=True)
+class _LoopCache:
+    """The sanitized prefix up to a tool-loop boundary and the context for what follows."""
+
+    key: tuple[Any, ...]
+    boundary: ToolLoopBoundary
+    inputs: list[Any]
+    outputs: list[Any]
+    context: list[Any]
+
+
 class IncrementalSanitizer:
     """The pipeline's output for one session's history, reused as the history grows."""
 
@@ -96,6 +223,7 @@ class IncrementalSanitizer:
         self._key: tuple[Any, ...] | None = None
         self._inputs: list[Any] = []
         self._outputs: list[Any] = []
+        self._loop: _LoopCache | None = None
 
     def run(
         self,
@@ -111,16 +239,23 @@ class IncrementalSanitizer:
         if any(spec.fn not in _BUILTIN_FNS for spec in specs):
             return full(messages, policy, sanitizers, on_error=on_error)
         key = (policy, tuple((spec.name, spec.order) for spec in specs))
+        loop = self._loop
+        if loop is not None and key == loop.key and _extends(loop.inputs, messages):
+            start = len(loop.inputs)
+            if all(role_of(m) in _LOOP_ROLES for m in messages[start:]):
+                ran = full(
+                    [*loop.context, *messages[start:]], policy, sanitizers, on_error=on_error
+                )
+                position = _position(ran, messages[start])
+                if position is not None:
+                    out = [*loop.outputs, *ran[position:]]
+                    self._advance_loop(messages, out, loop)
+                    return out
+        self._loop = None
         start = 0
         head: list[Any] = []
-        cached = self._inputs
-        if (
-            key == self._key
-            and cached
-            and len(messages) > len(cached)
-            and all(a is b for a, b in zip(cached, messages, strict=False))
-        ):
-            start = len(cached)
+        if key == self._key and _extends(self._inputs, messages):
+            start = len(self._inputs)
             head = self._outputs
         tail = full(list(messages[start:]), policy, sanitizers, on_error=on_error)
         out = [*head, *tail]
@@ -134,4 +269,35 @@ class IncrementalSanitizer:
                 self._outputs = [*head, *tail[:position]]
         elif start == 0:
             self._key, self._inputs, self._outputs = None, [], []
+        if self._key == key and self._inputs:
+            self._open_loop(key, messages, out, len(self._inputs), len(self._outputs))
+        elif messages and role_of(messages[0]) == "user":
+            self._open_loop(key, messages, out, 0, 0)  # the session's first turn
         return out
+
+    def _open_loop(
+        self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
+    ) -> None:
+        """Start the tool-loop cache after the user message at ``user`` (``out[after]``)."""
+        found = find_tool_loop_boundary(messages, user)
+        if found is None:
+            return
+        position = _position(out, messages[found.index], after)
+        if position is None:
+            return
+        context = list(messages[user : found.context_end])
+        if role_of(messages[0]) == "compactionSummary":
+            context.insert(0, messages[0])
+        self._loop = _LoopCache(key, found, list(messages[: found.index]), out[:position], context)
+
+    def _advance_loop(self, messages: Sequence[Any], out: list[Any], loop: _LoopCache) -> None:
+        """Move the tool-loop cache to the latest stable entry."""
+        found = find_tool_loop_boundary(messages, loop.boundary.user, loop.boundary)
+        if found is None or found.index <= loop.boundary.index:
+            return
+        position = _position(out, messages[found.index], len(loop.outputs))
+        if position is None:
+            return
+        loop.boundary = found
+        loop.inputs = list(messages[: found.index])
+        loop.outputs = out[:position]

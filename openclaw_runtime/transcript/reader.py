@@ -69,6 +69,7 @@ class SessionReader:
         self._file_state = file_state  # (inode, size) after our last read or write
         self._pending: list[bytes] = []
         self._write_lock = anyio.Lock()
+        self._lock_file_ready = False  # the session's lock file is known to exist
         self._message_cache: dict[int, Any] = {}
         self._missing_parents: set[str] = set()
         # the active branch, kept across appends (a turn asks for it many times)

@@ -8,6 +8,7 @@ than a bare "invalid". The resolved path is checked once more against the sessio
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -74,11 +75,22 @@ def validate_session_id(session_id: object) -> str:
     return trimmed
 
 
-def session_file_path(sessions_dir: str | Path, session_id: str) -> Path:
-    """``<sessions_dir>/<id>.jsonl`` for a validated id, proven to stay inside the folder."""
+def session_file_path(
+    sessions_dir: str | Path, session_id: str, *, resolved_root: Path | None = None
+) -> Path:
+    """``<sessions_dir>/<id>.jsonl`` for a validated id, proven to stay inside the folder.
+
+    ``resolved_root`` is ``sessions_dir`` already resolved (a store resolves it once). A valid
+    id has no separator and starts with a letter or digit, so only a symbolic link planted
+    at the file itself can lead elsewhere: that one is resolved and checked; a plain file
+    costs one ``lstat``.
+    """
     safe_id = validate_session_id(session_id)
-    root = Path(sessions_dir).resolve()
-    path = (root / f"{safe_id}.jsonl").resolve()
-    if path.parent != root:
+    root = resolved_root if resolved_root is not None else Path(sessions_dir).resolve()
+    path = root / f"{safe_id}.jsonl"
+    if not os.path.islink(path):
+        return path
+    target = path.resolve()
+    if target.parent != root:
         raise InvalidSessionIdError(session_id, "resolves outside the sessions folder")
-    return path
+    return target

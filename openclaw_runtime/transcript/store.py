@@ -4,7 +4,7 @@ One manager owns one session file. It loads the file in a single pass (repairing
 when needed, see :mod:`.repair`), keeps the entry tree in memory, and appends typed entries:
 
 * every append is one ``write`` of one complete line under the session's cross-process lock
-  (``<file>.lock``); before writing, lines other processes appended are read and joined to
+  (``<file>.runtime.lock``); before writing, lines other processes appended are read and joined to
   the tree, and a torn last line left by a crashed writer is terminated so it cannot swallow
   the next entry;
 * the durability policy decides what an append waits for: ``"none"`` buffers lines until
@@ -33,7 +33,14 @@ import anyio
 from .._exceptions import TranscriptError
 from .._files import remove_stale_temps
 from .entries import iso_timestamp, make_header
-from .jsonl import DEFAULT_LOCK_TIMEOUT, Durability, create_exclusive, encode_record, session_lock
+from .jsonl import (
+    DEFAULT_LOCK_TIMEOUT,
+    Durability,
+    create_exclusive,
+    encode_record,
+    session_lock,
+    session_lock_path,
+)
 from .load import Clock, ExternalChanges, load_session_file, utc_now
 from .reader import Warn
 from .repair import summarize_repair
@@ -105,7 +112,7 @@ class SessionManager(SessionRewriter):
         except FileExistsError:
             raise TranscriptError(f"session file {target.name} already exists") from None
         stat = os.stat(target)
-        return cls(
+        manager = cls(
             target,
             SessionTree.build(header, []),
             durability=durability,
@@ -114,6 +121,8 @@ class SessionManager(SessionRewriter):
             warn=warn,
             file_state=(stat.st_ino, stat.st_size),
         )
+        manager._lock_file_ready = _make_lock_file(target, lock_timeout)
+        return manager
 
     @classmethod
     async def open(
@@ -186,6 +195,7 @@ class SessionManager(SessionRewriter):
             warn(f"session file repaired:{why} {summarize_repair(report)} ({target.name}){kept}")
         for problem in tree.repair_pointers():
             manager._report(f"session {target.name}: {problem}")
+        manager._lock_file_ready = os.path.exists(session_lock_path(target))
         return manager
 
     async def __aenter__(self) -> SessionManager:
@@ -231,6 +241,17 @@ class SessionManager(SessionRewriter):
 # --------------------------------------------------------------------------- folder of sessions
 
 
+def _make_lock_file(path: Path, timeout: float) -> bool:
+    """Create the new session's lock file now, in the caller's worker thread, so its first
+    flush on the event loop does not pay for a file creation. False when it cannot be made
+    (the flush then meets the same error, as before)."""
+    try:
+        with session_lock(path, timeout=timeout):
+            return True
+    except TranscriptError:  # SessionLockTimeout included
+        return False
+
+
 class JsonlSessionStore:
     """A folder of ``<session id>.jsonl`` files; ids are validated so paths never escape it."""
 
@@ -244,6 +265,7 @@ class JsonlSessionStore:
         warn: Warn | None = None,
     ) -> None:
         self.sessions_dir = Path(sessions_dir)
+        self._resolved_root: Path | None = None  # resolved once, at the first path_for
         self.durability: Durability = durability
         self.lock_timeout = lock_timeout
         self._now = now
@@ -258,7 +280,10 @@ class JsonlSessionStore:
 
     def path_for(self, session_id: str) -> Path:
         """The file of a session id (``InvalidSessionIdError`` for unsafe ids)."""
-        return session_file_path(self.sessions_dir, session_id)
+        root = self._resolved_root
+        if root is None:
+            root = self._resolved_root = self.sessions_dir.resolve()
+        return session_file_path(self.sessions_dir, session_id, resolved_root=root)
 
     def exists_sync(self, session_id: str) -> bool:
         """Whether the session has a file."""

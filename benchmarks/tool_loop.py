@@ -1,0 +1,173 @@
+"""``Runtime.run`` with K tool calls in one run against pydantic-ai, and the cost per extra call.
+
+One run: user prompt → the model calls ``read(path)`` K times, one call per model response,
+each answered by the real (async) tool → the model answers with text. Both models are as
+close to free as they get (ours: a stream function pushing one precomputed ``done`` event;
+pydantic-ai: ``FunctionModel`` with an async callback, so pydantic-ai runs no tool in a
+thread). Ours runs on a fresh session (created by the run, persisted under the state dir);
+pydantic-ai's ``agent.run`` without history. Sides and K values are interleaved round by
+round; the figure is the median run time (wall, and process CPU, which other load on the
+machine disturbs less) divided by K (µs per tool-calling turn), the ratio
+ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
+means the marginal cost does not grow with K). The load average is printed with the result.
+
+Run:  .venv/bin/python benchmarks/tool_loop.py [--k 1 10 50] [--rounds 7] [--quick]
+Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+from agent_turn import ANSWER, _assistant, _done, make_runtime  # type: ignore[import-not-found]
+
+from openclaw_runtime import tool
+from openclaw_runtime.llm import Context, Model, StreamOptions
+from openclaw_runtime.messages import ToolCall
+
+PROMPT = "Read the files one after another."
+MAX_K = 200
+
+
+@tool
+async def read(path: str) -> str:
+    """Read a file of the workspace."""
+    return f"contents of {path}"
+
+
+CALLS = [
+    _assistant(
+        ToolCall(id=f"call_{n}", name="read", arguments={"path": f"f{n}.txt"}), stop="toolUse"
+    )
+    for n in range(MAX_K)
+]
+
+
+def loop_stream(k: int) -> Any:
+    """A stream function calling ``read`` ``k`` times, then answering with text."""
+
+    def stream(model: Model, context: Context, options: StreamOptions) -> Any:
+        done = 0
+        for message in reversed(context.messages):
+            role = getattr(message, "role", None)
+            if role == "user":
+                break
+            done += role == "toolResult"
+        return _done(CALLS[done] if done < k else ANSWER)
+
+    return stream
+
+
+def pydantic_ai_agent(k: int) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    usage = RequestUsage(input_tokens=1_200, output_tokens=40)
+    calls = [
+        ModelResponse(
+            parts=[ToolCallPart("read", {"path": f"f{n}.txt"}, tool_call_id=f"call_{n}")],
+            usage=usage,
+        )
+        for n in range(k)
+    ]
+    answer = ModelResponse(parts=[TextPart(ANSWER.content[0].text)], usage=usage)  # type: ignore[union-attr]
+
+    async def model_fn(messages: list[Any], info: Any) -> Any:
+        done = sum(1 for m in messages if isinstance(m, ModelResponse))
+        return calls[done] if done < k else answer
+
+    async def read_file(path: str) -> str:
+        """Read a file of the workspace."""
+        return f"contents of {path}"
+
+    agent = Agent(FunctionModel(model_fn))
+    agent.tool_plain(name="read")(read_file)
+    return agent
+
+
+async def amain(args: argparse.Namespace) -> None:
+    ks: list[int] = args.k
+    with tempfile.TemporaryDirectory(prefix="tool-loop-") as name:
+        runtimes = {k: make_runtime(Path(name) / f"k{k}", loop_stream(k)) for k in ks}
+        agents = {k: pydantic_ai_agent(k) for k in ks}
+
+        async def ours(k: int) -> Any:
+            return await runtimes[k].run(
+                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+            )
+
+        from pydantic_ai.usage import UsageLimits
+
+        limits = UsageLimits(request_limit=MAX_K + 10)
+
+        async def theirs(k: int) -> Any:
+            return await agents[k].run(PROMPT, usage_limits=limits)
+
+        for k in ks:  # validation, untimed
+            result = await ours(k)
+            roles = [m.role for m in result.messages]
+            calls = roles.count("toolResult")
+            print(f"validation ours K={k}: ok={result.ok} attempts={result.attempts} tools={calls}")
+            assert result.ok and result.attempts == 1 and calls == k, roles
+            out = await theirs(k)
+            assert out.output == ANSWER.content[0].text, out.output  # type: ignore[union-attr]
+            assert sum(1 for m in out.all_messages() if m.kind == "response") == k + 1
+        samples: dict[tuple[str, int], list[float]] = {}
+        cpu_samples: dict[tuple[str, int], list[float]] = {}
+        for _ in range(args.rounds):
+            for k in ks:
+                for side, fn in (("ours", ours), ("pydantic-ai", theirs)):
+                    for _ in range(args.batch):
+                        start, cpu = time.perf_counter(), time.process_time()
+                        await fn(k)
+                        cpu_samples.setdefault((side, k), []).append(time.process_time() - cpu)
+                        samples.setdefault((side, k), []).append(time.perf_counter() - start)
+        for runtime in runtimes.values():
+            await runtime.aclose()
+    load = os.getloadavg()
+    print(
+        f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    for title, data in (("wall time", samples), ("process CPU time", cpu_samples)):
+        med = {key: statistics.median(xs) for key, xs in data.items()}
+        print(f"  {title}, median per run / K:")
+        print(f"  {'K':>4s} {'ours µs/turn':>14s} {'pydantic-ai µs/turn':>20s} {'ratio':>7s}")
+        for k in ks:
+            ours_us, theirs_us = med[("ours", k)] / k * 1e6, med[("pydantic-ai", k)] / k * 1e6
+            print(f"  {k:>4d} {ours_us:>14,.0f} {theirs_us:>20,.0f} {ours_us / theirs_us:>6.2f}×")
+        print("  marginal cost of one more tool call (µs), between consecutive K:")
+        for low, high in itertools.pairwise(ks):
+            for side in ("ours", "pydantic-ai"):
+                extra = (med[(side, high)] - med[(side, low)]) / (high - low) * 1e6
+                print(f"    {side:12s} K {low}→{high}: {extra:,.0f} µs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--k", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--batch", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smoke check: 2 rounds × 2 runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.batch = 2, 2
+    assert all(0 < k <= MAX_K for k in args.k), f"K must be in 1..{MAX_K}"
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
+    anyio.run(amain, args)
+
+
+if __name__ == "__main__":
+    main()
