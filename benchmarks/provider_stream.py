@@ -101,7 +101,7 @@ async def ours(base_url: str, model: Model, expected: str) -> float:
 
 
 async def sdk(base_url: str, expected: str) -> float:
-    from openai import AsyncOpenAI  # noqa: PLC0415 - the peer, imported only when measured
+    from openai import AsyncOpenAI  # lazy: the peer, imported only when measured
 
     client = AsyncOpenAI(base_url=base_url + "/v1", api_key="x", max_retries=0)
     messages: Any = [{"role": "user", "content": "go"}]
@@ -227,7 +227,9 @@ def main() -> None:
             print(f"  {name:18s} {rate:12,.0f} chunks/s   {1e6 / rate:8.2f} µs/chunk")
         ours_rate = rates["openclaw-runtime"]
         if "openai SDK" in rates:
-            print(f"  ratio openclaw-runtime / openai SDK   = {ours_rate / rates['openai SDK']:.1f}x")
+            print(
+                f"  ratio openclaw-runtime / openai SDK   = {ours_rate / rates['openai SDK']:.1f}x"
+            )
         print(f"  ratio openclaw-runtime / httpx+orjson = {ours_rate / rates['httpx+orjson']:.2f}x")
 
 
