@@ -84,23 +84,23 @@ def text_of(events: list[dict[str, Any]]) -> str:
     )
 
 
-async def ours(base_url: str, model: Model, expected: str) -> float:
+async def ours(base_url: str, model: Model, expected: str) -> tuple[float, float]:
     provider = OpenAICompatProvider()
     context = Context("", [UserMessage(content="go")])
     await provider.stream_fn(model, context, StreamOptions(api_key="x")).result()  # warm-up
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     stream = provider.stream_fn(model, context, StreamOptions(api_key="x"))
     async for event in stream:
         if event.type == "text_delta":
             pass
-    elapsed = time.perf_counter() - start
+    elapsed = (time.perf_counter() - start, time.thread_time() - cpu)
     message = await stream.result()
     await provider.aclose()
     assert message.stop_reason == "stop" and message.content[0].text == expected, "wrong stream"
     return elapsed
 
 
-async def sdk(base_url: str, expected: str) -> float:
+async def sdk(base_url: str, expected: str) -> tuple[float, float]:
     from openai import AsyncOpenAI  # lazy: the peer, imported only when measured
 
     client = AsyncOpenAI(base_url=base_url + "/v1", api_key="x", max_retries=0)
@@ -108,13 +108,13 @@ async def sdk(base_url: str, expected: str) -> float:
     warm = await client.chat.completions.create(model="bench", messages=messages, stream=True)
     async for _ in warm:
         pass
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     stream = await client.chat.completions.create(model="bench", messages=messages, stream=True)
     text = []
     async for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             text.append(chunk.choices[0].delta.content)
-    elapsed = time.perf_counter() - start
+    elapsed = (time.perf_counter() - start, time.thread_time() - cpu)
     await client.close()
     assert "".join(text) == expected, "wrong stream"
     return elapsed
@@ -143,27 +143,27 @@ async def _plain_once(client: httpx.AsyncClient, url: str) -> str:
     return "".join(text)
 
 
-async def plain(base_url: str, expected: str) -> float:
+async def plain(base_url: str, expected: str) -> tuple[float, float]:
     url = base_url + "/v1/chat/completions"
     async with httpx.AsyncClient() as client:
         await _plain_once(client, url)  # warm-up
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         text = await _plain_once(client, url)
-        elapsed = time.perf_counter() - start
+        elapsed = (time.perf_counter() - start, time.thread_time() - cpu)
     assert text == expected, "wrong stream"
     return elapsed
 
 
-async def floor(base_url: str) -> float:
+async def floor(base_url: str) -> tuple[float, float]:
     url = base_url + "/v1/chat/completions"
     async with httpx.AsyncClient() as client:
         for timed in (False, True):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             async with client.stream("POST", url, content=b"{}") as response:
                 async for _ in response.aiter_raw():
                     pass
             if timed:
-                return time.perf_counter() - start
+                return (time.perf_counter() - start, time.thread_time() - cpu)
     raise AssertionError("unreachable")
 
 
@@ -189,7 +189,9 @@ def main() -> None:
         )
         proc.start()
         servers[framing] = (proc, parent, parent.recv())
-    results: dict[tuple[str, str], list[float]] = {(f, c): [] for f in framings for c in clients}
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {
+        (f, c): [] for f in framings for c in clients
+    }
     load_before = os.getloadavg()
     try:
         for _ in range(args.rounds):
@@ -221,16 +223,20 @@ def main() -> None:
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs"
     )
     for framing in framings:
-        rates = {c: total / statistics.median(results[(framing, c)]) for c in clients}
-        print(f"[{framing}]")
-        for name, rate in rates.items():
-            print(f"  {name:18s} {rate:12,.0f} chunks/s   {1e6 / rate:8.2f} µs/chunk")
-        ours_rate = rates["openclaw-runtime"]
-        if "openai SDK" in rates:
-            print(
-                f"  ratio openclaw-runtime / openai SDK   = {ours_rate / rates['openai SDK']:.1f}x"
-            )
-        print(f"  ratio openclaw-runtime / httpx+orjson = {ours_rate / rates['httpx+orjson']:.2f}x")
+        rates = {c: total / statistics.median(w for w, _ in results[(framing, c)]) for c in clients}
+        cpu = {c: statistics.median(u for _, u in results[(framing, c)]) / total for c in clients}
+        print(f"[{framing}]          wall: chunks/s  µs/chunk   client CPU: µs/chunk")
+        for name in clients:
+            rate = rates[name]
+            print(f"  {name:18s} {rate:12,.0f} {1e6 / rate:9.2f}   {cpu[name] * 1e6:12.2f}")
+        for peer in ("openai SDK", "httpx+orjson"):
+            if peer in rates:
+                by_rate = rates["openclaw-runtime"] / rates[peer]
+                by_cpu = cpu[peer] / cpu["openclaw-runtime"]
+                print(
+                    f"  openclaw-runtime / {peer:13s} = {by_rate:6.2f}x by chunks/s, "
+                    f"{by_cpu:6.2f}x by client CPU per chunk"
+                )
 
 
 if __name__ == "__main__":
