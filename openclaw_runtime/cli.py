@@ -89,7 +89,13 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS:
+                rows.append((name, COMMANDS[name][2]))
+            elif not self.commands[name].hidden:  # added with add_command: already loaded
+                rows.append((name, self.commands[name].get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -105,3 +105,11 @@ def test_each_command_still_runs_through_the_group():
     result = CliRunner().invoke(cli_module.cli, ["nope"])
     assert result.exit_code == 2
     assert "No such command 'nope'" in result.output
+
+
+def test_a_command_added_at_run_time_is_listed_too():
+    group = cli_module.LazyGroup("x")
+    group.add_command(click.Command("extra", help="An extra command.", callback=lambda: None))
+    result = CliRunner().invoke(group, ["--help"])
+    assert "extra     An extra command." in result.output
+    assert "  run       Run one turn" in result.output

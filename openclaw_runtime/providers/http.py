@@ -2,9 +2,11 @@
 
 * ``HTTPClientPool`` keeps one pooled ``httpx.AsyncClient`` per event loop, because a client's
   connections belong to the loop (asyncio or trio) that opened them.
-* ``guarded()`` runs one network step (opening the request, reading one chunk) inside a
-  cancel scope that fires on the run's abort signal or when the idle deadline passes, and
-  says which of the two happened — the scope never spans a ``yield`` of the provider.
+* ``guarded()`` runs one network step (opening the request; reading one chunk where the
+  transport offers no socket) inside a cancel scope that fires on the run's abort signal or
+  when the idle deadline passes, and says which of the two happened — the scope never spans a
+  ``yield`` of the provider. A streamed body normally needs no scope per read:
+  ``stream_chunks`` uses ``body_watch`` (one idle deadline and one abort hook per stream).
 * ``Timeouts`` are the three knobs users tune: connect, read (until the response starts) and
   idle (the longest silence allowed once the body streams).
 """
