@@ -9,11 +9,11 @@ cheap: a command that only prints its version or a plugin that only needs ``hook
 not pay for the runtime, httpx, jsonschema and the plugin machinery.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from ._version import __version__
 
-if TYPE_CHECKING:  # the same names, eagerly, for type checkers
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
     from ._markers import hookimpl  # noqa: I001 (kept compact: the face has 100 lines)
     from ._public_errors import (
@@ -65,7 +65,7 @@ _LAZY = {
 _WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Import the module behind a public name on first use, then keep the name here."""
     module = _WHERE.get(name)
     if module is None:
