@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pluggy
-from stevedore import ExtensionManager, NamedExtensionManager
 
 import openclaw_runtime.hookspecs as hookspecs  # the submodule, not the package face
 
@@ -293,6 +292,8 @@ def _register(
 def _load_entrypoint_plugins(pm: OpenClawPluginManager, policy: PluginPolicy, strict: bool) -> None:
     # A manager with no extensions gives us stevedore's (cached) entry-point listing
     # without importing anything, so blocked or conflicting plugins are never imported.
+    from stevedore import ExtensionManager  # lazy: start-up time (until plugins load)
+
     listing: ExtensionManager[Any] = ExtensionManager.make_test_instance(
         [], namespace=ENTRY_POINT_GROUP
     )
@@ -332,6 +333,8 @@ def _load_entrypoint_plugins(pm: OpenClawPluginManager, policy: PluginPolicy, st
                 entry_point=ep.value,
             ) from exc
         _warn(f"skipping plugin {ep.name!r} ({ep.value}): {record.error}")
+
+    from stevedore import NamedExtensionManager  # lazy: start-up time (until plugins load)
 
     loaded = NamedExtensionManager(
         ENTRY_POINT_GROUP,
