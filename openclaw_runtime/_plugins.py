@@ -353,10 +353,11 @@ def _warn(message: str) -> None:
 
 def _distributions_by_entry_point() -> dict[tuple[str, str], tuple[str, str]]:
     """(entry-point name, value) → (distribution name, version) for our group."""
-    import importlib_metadata  # lazy: start-up time (only plugin listings need it)
+    # the stdlib's importlib.metadata (3.10+) has entry_points(group=) and EntryPoint.dist
+    import importlib.metadata  # lazy: start-up time (only plugin listings need it)
 
     out: dict[tuple[str, str], tuple[str, str]] = {}
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist
         if dist is not None:
             out[(ep.name, ep.value)] = (dist.metadata["Name"], dist.version)
