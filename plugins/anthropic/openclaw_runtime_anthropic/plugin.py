@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_runtime import hookimpl
-from openclaw_runtime._types import RegisterComponent
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
 from openclaw_runtime.transcript import TranscriptPolicy
+from openclaw_runtime.types import RegisterComponent
 
 from ._failover import ANTHROPIC_FAILOVER_OWNER
 from ._provider import AnthropicProvider
