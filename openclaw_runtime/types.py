@@ -19,6 +19,7 @@ from ._types import (
     RegisterComponent,
     RegisterModel,
     RegisterOrdered,
+    RegisterPromptSection,
     RunBlock,
     RuntimeView,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "RegisterComponent",
     "RegisterModel",
     "RegisterOrdered",
+    "RegisterPromptSection",
     "ReplyPayload",
     "RunBlock",
     "RunErrorInfo",

@@ -16,6 +16,7 @@ from openclaw_runtime.types import (
     LiveMessageResult,
     RegisterComponent,
     RegisterModel,
+    RegisterPromptSection,
     RunOptions,
     RunRequest,
     RunResult,
@@ -69,3 +70,8 @@ def register_providers(register: RegisterComponent) -> None:
 def register_models(register: RegisterModel) -> None:
     register(object(), aliases=("a",))
     register(object(), aliases="a")  # type: ignore[arg-type]
+
+
+def register_prompt_sections(register: RegisterPromptSection) -> None:
+    register("house_rules", lambda context: ["## House Rules"], minimal=True)
+    register("house_rules", lambda context: None, minimal="yes")  # type: ignore[arg-type]
