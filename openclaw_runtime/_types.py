@@ -15,6 +15,7 @@ __all__ = [
     "RegisterComponent",
     "RegisterModel",
     "RegisterOrdered",
+    "RegisterPromptSection",
     "RunBlock",
     "RuntimeView",
 ]
@@ -43,6 +44,15 @@ class RegisterModel(Protocol):
     """``register(model, *, aliases=())``: contribute a model and its short names."""
 
     def __call__(self, model: Any, /, *, aliases: tuple[str, ...] | list[str] = ()) -> None: ...
+
+
+class RegisterPromptSection(Protocol):
+    """``register(name, render, *, minimal=None)``: contribute or replace a system-prompt
+    section; ``render(context)`` returns its text, its lines, or None."""
+
+    def __call__(
+        self, name: str, render: Callable[[Any], Any], /, *, minimal: bool | None = None
+    ) -> None: ...
 
 
 class RegisterBackend(Protocol):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         RegisterComponent,
         RegisterModel,
         RegisterOrdered,
+        RegisterPromptSection,
         RunBlock,
         RuntimeView,
     )
@@ -349,7 +350,7 @@ def register_tool_call_formats(register: RegisterComponent) -> None:
 
 
 @hookspec
-def register_prompt_sections(register: RegisterComponent) -> None:
+def register_prompt_sections(register: RegisterPromptSection) -> None:
     """Contribute system-prompt sections, or replace built-in ones by name.
 
     Called once per runtime. ``register(name, render, *, minimal=None)``: ``render(context)``

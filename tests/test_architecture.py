@@ -61,7 +61,7 @@ LAYERS: dict[str, int] = {
         ),
         RUNTIME,
     ),
-    **dict.fromkeys(("", "__main__", "cli", "commands", "demo", "testing"), FRONT),
+    **dict.fromkeys(("", "__main__", "cli", "commands", "demo", "testing", "types"), FRONT),
 }
 
 MAX_LINES = 800
