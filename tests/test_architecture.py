@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
             "_components",
             "_backend_selection",
             "_plugin_report",
+            "_plugin_settings",
             "_public_errors",
             "builtins",
         ),

@@ -400,3 +400,30 @@ def test_hook_register_backends(runtime_factory):
 
     with pytest.raises(ConfigurationError, match="unknown kind 'queues'"):
         _ = runtime_factory(plugins=[("wrong", Wrong())]).components
+
+
+def test_hook_register_plugin_settings(runtime_factory):
+    from pydantic import BaseModel
+
+    class GreeterSettings(BaseModel):
+        greeting: str = "Hello"
+        retries: int = 2
+
+    seen = []
+
+    class Plugin:
+        @hookimpl
+        def register_plugin_settings(self, register):
+            register("greeter", GreeterSettings)
+
+        @hookimpl
+        def runtime_configured(self, runtime):
+            seen.append(runtime.plugin_settings("greeter", GreeterSettings))
+
+    config = {"plugins": {"settings": {"greeter": {"greeting": "Hi"}}}}
+    runtime = runtime_factory(config, plugins=[("greeter", Plugin())])
+    assert seen == [GreeterSettings(greeting="Hi", retries=2)]  # ready before runtime_configured
+    assert runtime.plugin_settings("greeter").greeting == "Hi"
+    bad = {"plugins": {"settings": {"greeter": {"retries": "many"}}}}
+    with pytest.raises(ConfigurationError, match=r"settings\.greeter\] retries: .*'greeter'"):
+        runtime_factory(bad, plugins=[("greeter", Plugin())])
