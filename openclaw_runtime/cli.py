@@ -1,7 +1,8 @@
 """The ``openclaw-runtime`` command line.
 
-``run``, ``chat``, ``sessions``, ``compact``, ``doctor`` and ``profiles`` live in
-``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
+``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``plugins`` (and
+``plugins new``), ``install`` and ``uninstall`` live in ``openclaw_runtime.commands`` (one
+module per purpose); ``demo`` is here.
 
 Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
 subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for
@@ -15,10 +16,11 @@ from pathlib import Path
 
 import click
 
-from ._runtime import Runtime
 from ._version import __version__
 from .commands import chat, compact, doctor, run, sessions
-from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
+from .commands._common import EXIT_FAILED, command_errors
+from .commands.install import install, uninstall
+from .commands.plugins import plugins
 from .commands.profiles import profiles
 from .commands.tools import tools
 
@@ -46,33 +48,6 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (the default output).")
-@click.option(
-    "--clear-faults",
-    is_flag=True,
-    help="Forget the recorded plugin faults and quarantines (<state_dir>/plugins/faults.json).",
-)
-@click.pass_context
-@command_errors(usage_exit=EXIT_FAILED)
-def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
-    """List plugins as JSON: name, distribution, version, hooks, load errors, recorded
-    faults and quarantines (from every process, until --clear-faults), name clashes."""
-    runtime = Runtime(load_config(ctx))
-    try:
-        if clear_faults:
-            try:
-                removed = runtime.clear_plugin_faults()
-            except OSError as exc:  # an unwritable state dir; filelock.Timeout is one too
-                fail(f"cannot clear the plugin fault record {runtime.fault_record.path}: {exc}")
-                return
-            click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
-            return
-        click.echo(safe_json(runtime.describe_plugins(), indent=2))
-    finally:
-        runtime.close()
-
-
-@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
 @click.option(
     "--state-dir",
@@ -93,7 +68,9 @@ def demo(as_json: bool, state_dir: Path | None) -> None:
     run_demo(as_json=as_json, state_dir=state_dir)
 
 
-for _command in (run, chat, sessions, compact, doctor, profiles, tools):
+for _command in (run, chat, sessions, compact, doctor, profiles, tools, plugins):
+    cli.add_command(_command)
+for _command in (install, uninstall):
     cli.add_command(_command)
 
 
