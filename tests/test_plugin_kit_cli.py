@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from openclaw_runtime import ConfigurationError, Model, Runtime, hookimpl
 from openclaw_runtime._plugin_components import components_by_plugin, normalize_kind
 from openclaw_runtime.cli import cli
 from openclaw_runtime.commands.install import (
+    FIRST_PARTY,
     distribution_for,
     pip_command,
     pip_install_args,
@@ -363,3 +365,30 @@ def test_new_writes_once_and_refuses_to_overwrite(tmp_path, monkeypatch):
     assert not (tmp_path / "b").exists()
     with pytest.raises(ConfigurationError, match="already exists"):
         write_plugin(target, {"x.txt": "y"})
+
+
+# --------------------------------------------------------------------------- docs/plugins.md
+
+
+def _distributions() -> dict[str, str]:
+    """folder (plugins/x, contrib/y) → distribution name, from each pyproject."""
+    out = {}
+    for pyproject in sorted(
+        [*ROOT.glob("plugins/*/pyproject.toml"), *ROOT.glob("contrib/*/pyproject.toml")]
+    ):
+        folder = pyproject.parent.relative_to(ROOT).as_posix()
+        out[folder] = tomllib.loads(pyproject.read_text())["project"]["name"]
+    return out
+
+
+def test_the_plugin_directory_lists_every_distribution_with_a_working_install_line():
+    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    distributions = _distributions()
+    assert distributions  # the repository has plugins
+    for folder, distribution in distributions.items():
+        assert f"`{distribution}`" in page, f"docs/plugins.md does not list {distribution}"
+        assert f"`openclaw-runtime install -e {folder}`" in page, folder
+    for folder in re.findall(r"openclaw-runtime install -e ((?:plugins|contrib)/[\w-]+)", page):
+        assert (ROOT / folder / "pyproject.toml").exists(), f"docs/plugins.md names {folder}"
+    # the short names the install command maps are exactly the directory's plugins
+    assert set(FIRST_PARTY.values()) == set(distributions.values())
