@@ -245,3 +245,26 @@ def test_doctor_fails_on_invalid_settings_naming_plugin_and_key(tmp_path, greete
         "[plugins.settings.greeter] retry.attempts: Input should be greater than or equal to 1 (plugin 'greeter')"
         in failed[0]["detail"]
     )
+
+
+def test_plugins_lists_each_plugins_settings_masked(tmp_path, monkeypatch):
+    plugins_module = importlib.import_module("openclaw_runtime.commands.plugins")
+    original = plugins_module.Runtime
+    monkeypatch.setattr(
+        plugins_module,
+        "Runtime",
+        lambda config: original(config, plugins=[("greeter", GreeterPlugin())]),
+    )
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        '[plugins.settings.greeter]\ngreeting = "Hi"\napi_key = "sk-listed-secret-123"\n'
+    )
+    result = CliRunner().invoke(cli, ["--config", str(config), "plugins", "greeter"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)
+    assert row["settings"] == {
+        "greeter": {"greeting": "Hi", "retry": {"attempts": 2}, "api_key": "***"}
+    }
+    assert "sk-listed-secret" not in result.output

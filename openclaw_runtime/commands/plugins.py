@@ -3,9 +3,10 @@ new`` scaffolds a plugin.
 
 The listing is JSON (as it always was): one row per plugin with its load status, hooks,
 ``components`` (per kind: providers, models, engines, sanitizers, repairers, formats,
-prompt sections, backends, classifiers), ``registration_errors``, faults, quarantines and
-clashes. ``--kind engine`` keeps the plugins that registered that kind (and shows only it);
-``plugins NAME`` (or ``--name``) keeps one plugin. The row filters are pure functions.
+prompt sections, backends, classifiers), ``registration_errors``, ``settings`` (masked),
+faults, quarantines and clashes. ``--kind engine`` keeps the plugins that registered that
+kind (and shows only it); ``plugins NAME`` (or ``--name``) keeps one plugin. The row
+filters are pure functions.
 """
 
 from __future__ import annotations
@@ -75,13 +76,23 @@ def _hooks_by_plugin(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def describe_with_components(runtime: Runtime) -> list[dict[str, Any]]:
-    """``runtime.describe_plugins()`` with each plugin's components and registration errors."""
+    """``runtime.describe_plugins()`` with each plugin's components, registration errors and
+    validated settings."""
     rows = runtime.describe_plugins()  # collects the components (faults land in the rows)
     try:
         by_plugin = components_by_plugin(runtime.components, _hooks_by_plugin(rows))
     except OpenClawRuntimeError as exc:  # a plugin registered nonsense: name it, list the rest
-        return add_components(rows, {}, str(exc))
-    return add_components(rows, by_plugin)
+        rows = add_components(rows, {}, str(exc))
+    else:
+        rows = add_components(rows, by_plugin)
+    settings = runtime.describe_plugin_settings()
+    for row in rows:  # [plugins.settings.*] tables the plugin declared, credentials masked
+        row["settings"] = {
+            name: entry["values"]
+            for name, entry in settings.items()
+            if entry["plugin"] == row["name"]
+        }
+    return rows
 
 
 class _PluginsGroup(click.Group):
