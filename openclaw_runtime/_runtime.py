@@ -14,13 +14,21 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
+
+from pydantic import BaseModel
 
 from ._backend_selection import build_backend, check_backend_names
 from ._components import Components, component_clashes
 from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
 from ._hooks import Hooks
 from ._plugin_report import plugin_report
+from ._plugin_settings import (
+    collect_declared_settings,
+    describe_settings,
+    unclaimed_settings,
+    validate_plugin_settings,
+)
 from ._plugins import PluginRecord, get_plugin_manager, resolve_plugin_policy
 from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
 from ._runtime_live import LiveRunVerbs
@@ -53,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["Runtime"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime"))
+_SettingsT = TypeVar("_SettingsT", bound=BaseModel)
 
 
 def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
@@ -124,6 +133,13 @@ class Runtime(LiveRunVerbs):
         #: Unknown models resolved from a known family: requested ref → template ref.
         self.forward_compat: dict[str, str] = {}
         self.closed = False
+        #: Settings models plugins declared (``register_plugin_settings``), by table name.
+        self.declared_plugin_settings = collect_declared_settings(self.hooks)
+        self._plugin_settings = validate_plugin_settings(
+            self.declared_plugin_settings, self.config.plugins.settings
+        )
+        for name in unclaimed_settings(self.declared_plugin_settings, self.config.plugins.settings):
+            logger.warning("[plugins.settings.%s] is set but no loaded plugin declares it", name)
         self.hooks.runtime_configured(self)
 
     # components --------------------------------------------------------------------------------
@@ -439,6 +455,43 @@ class Runtime(LiveRunVerbs):
             force=force,
             custom_instructions=custom_instructions,
         )
+
+    # plugin settings ----------------------------------------------------------------------------
+
+    @overload
+    def plugin_settings(self, name: str) -> BaseModel: ...
+    @overload
+    def plugin_settings(self, name: str, model: type[_SettingsT]) -> _SettingsT: ...
+    def plugin_settings(self, name: str, model: type[BaseModel] | None = None) -> BaseModel:
+        """The validated ``[plugins.settings.<name>]`` (the model's defaults when the table is
+        absent); pass the ``model`` to get it typed. An undeclared name is a
+        ``ConfigurationError`` listing the declared ones."""
+        try:
+            settings = self._plugin_settings[name]
+        except KeyError:
+            declared = ", ".join(sorted(self._plugin_settings)) or "none"
+            raise ConfigurationError(
+                f"no plugin declares settings {name!r} (declared: {declared})"
+            ) from None
+        if model is not None and not isinstance(settings, model):
+            raise ConfigurationError(
+                f"settings {name!r} are a {type(settings).__name__}, not a {model.__name__}"
+            )
+        return settings
+
+    def describe_plugin_settings(self) -> dict[str, dict[str, Any]]:
+        """Each declared table: its plugin and its values (credentials masked), JSON-ready;
+        tables set in the config that no loaded plugin declares have ``plugin: None``."""
+        out: dict[str, dict[str, Any]] = {
+            name: {
+                "plugin": self.declared_plugin_settings[name].plugin,
+                "values": describe_settings(instance),
+            }
+            for name, instance in sorted(self._plugin_settings.items())
+        }
+        for name in unclaimed_settings(self.declared_plugin_settings, self.config.plugins.settings):
+            out[name] = {"plugin": None, "values": {}}
+        return out
 
     # introspection ------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ __all__ = [
     "RegisterModel",
     "RegisterOrdered",
     "RegisterPromptSection",
+    "RegisterSettings",
     "RunBlock",
     "RuntimeView",
 ]
@@ -62,6 +63,12 @@ class RegisterBackend(Protocol):
     def __call__(self, kind: str, name: str, factory: Callable[..., Any], /) -> None: ...
 
 
+class RegisterSettings(Protocol):
+    """``register(name, model)``: declare the pydantic model of ``[plugins.settings.<name>]``."""
+
+    def __call__(self, name: str, model: type[Any], /) -> None: ...
+
+
 class RuntimeView(Protocol):
     """The ``Runtime`` as the lifecycle hooks name it (``runtime_configured``,
     ``runtime_shutdown``): typed by this protocol so the plugin contract never imports the
@@ -69,3 +76,7 @@ class RuntimeView(Protocol):
 
     @property
     def config(self) -> RuntimeConfig: ...
+
+    def plugin_settings(self, name: str) -> Any:
+        """The validated ``[plugins.settings.<name>]`` of a plugin that declared it."""
+        ...

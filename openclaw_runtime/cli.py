@@ -1,7 +1,8 @@
 """The ``openclaw-runtime`` command line.
 
 ``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools``, ``models``,
-``plugins`` and ``demo`` live in ``openclaw_runtime.commands`` (one module per purpose).
+``plugins`` (and ``plugins new``), ``install``, ``uninstall`` and ``demo`` live in
+``openclaw_runtime.commands`` (one module per purpose).
 
 Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
 subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for
@@ -47,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "doctor",
         "Check the setup: config, state dir, plugins, models, context...",
     ),
+    "install": (
+        "install",
+        "install",
+        "Install plugins into the runtime's own environment (pip,...",
+    ),
     "models": (
         "models",
         "models",
@@ -76,6 +82,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "tools",
         "tools",
         "Explain the tool policy: the tools offered, and for each...",
+    ),
+    "uninstall": (
+        "install",
+        "uninstall",
+        "Uninstall plugins from the runtime's own environment (pip...",
     ),
 }
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         RegisterModel,
         RegisterOrdered,
         RegisterPromptSection,
+        RegisterSettings,
         RunBlock,
         RuntimeView,
     )
@@ -53,6 +54,7 @@ __all__ = [
     "register_backends",
     "register_context_engines",
     "register_models",
+    "register_plugin_settings",
     "register_prompt_sections",
     "register_providers",
     "register_stream_repairers",
@@ -216,6 +218,25 @@ def on_agent_event(event: Event, session_id: str | None) -> None:
     :returns: nothing; exceptions are reported and swallowed.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_plugin_settings(register: RegisterSettings) -> None:
+    """Declare the settings a plugin reads from ``[plugins.settings.<name>]``.
+
+    Called once per runtime, before ``runtime_configured``. ``register(name, model)`` with a
+    pydantic ``BaseModel`` subclass; ``name`` is the table (by convention the plugin's own
+    name). The runtime validates the table against the model (a missing table gives the
+    model's defaults; a key the model does not know is an error unless the model sets
+    ``extra``) and raises ``ConfigurationError`` naming the plugin and the key; the validated
+    instance is ``runtime.plugin_settings(name)``. ``doctor`` shows it, credentials masked.
+
+    :param register: the registration callback; a name declared by two plugins is a
+        ``ConfigurationError`` naming both.
+    :returns: nothing.
+
+    .. versionadded:: 0.2
     """
 
 

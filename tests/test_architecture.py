@@ -56,6 +56,8 @@ LAYERS: dict[str, int] = {
             "_components",
             "_backend_selection",
             "_plugin_report",
+            "_plugin_settings",
+            "_plugin_components",
             "_public_errors",
             "builtins",
         ),
