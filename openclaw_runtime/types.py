@@ -20,6 +20,7 @@ from ._types import (
     RegisterModel,
     RegisterOrdered,
     RegisterPromptSection,
+    RegisterSettings,
     RunBlock,
     RuntimeView,
 )
@@ -53,6 +54,8 @@ from .failover.reasons import FailoverClassification, FailoverReason, FailoverSi
 from .llm import Context, Model, StreamFn, StreamOptions
 from .prompt import PromptContext
 from .repair import FormatScan, ToolCallFormat
+from .runner.cron_reply import ReplyClaim
+from .runner.finalize import FinalizeDecision
 from .runner.live import LiveMessageResult
 from .runner.outcome import AgentRunTerminalOutcome
 from .runner.reply_payload import ReplyPayload
@@ -84,6 +87,7 @@ __all__ = [
     "FailoverClassification",
     "FailoverReason",
     "FailoverSignal",
+    "FinalizeDecision",
     "FormatScan",
     "IngestBatchParams",
     "IngestBatchResult",
@@ -103,6 +107,8 @@ __all__ = [
     "RegisterModel",
     "RegisterOrdered",
     "RegisterPromptSection",
+    "RegisterSettings",
+    "ReplyClaim",
     "ReplyPayload",
     "RunBlock",
     "RunErrorInfo",

@@ -267,7 +267,9 @@ def test_plugins_command_filters(monkeypatch, tmp_path):
     assert row["components"]["engines"] == ["legacy"]
     result = runner.invoke(cli, ["plugins", "--json", "--kind", "model"])
     names = {r["name"]: r["components"] for r in json.loads(result.output)}
-    assert names == {"builtin.core": {"models": ["echo/echo"]}}
+    assert list(names) == ["builtin.core"]  # the catalog's OpenAI rows and the echo model
+    assert {"echo/echo", "openai/gpt-4o-mini"} <= set(names["builtin.core"]["models"])
+    assert list(names["builtin.core"]) == ["models"]
     result = runner.invoke(cli, ["plugins", "--kind", "widget"])
     assert result.exit_code == 1 and "unknown component kind 'widget'" in result.output
     result = runner.invoke(cli, ["plugins", "nope"])

@@ -105,7 +105,7 @@ def test_register_callbacks_are_the_ones_the_hookspecs_name() -> None:
 
 def test_every_type_a_hookspec_names_is_public() -> None:
     """Each annotation of each hook is a builtin, typing, pluggy, or a name of ``types``."""
-    allowed = {"None", "Any", "list", "str", "int", "bool", "pluggy", "PluginManager"}
+    allowed = {"None", "Any", "list", "str", "int", "bool", "Mapping", "pluggy", "PluginManager"}
     unexplained = {}
     for hook in hookspecs.__all__:
         signature = inspect.signature(getattr(hookspecs, hook))
