@@ -13,6 +13,7 @@ import pytest
 
 from openclaw_runtime.llm import Model
 from openclaw_runtime.testing import (
+    ContextEngineContract,
     FakeProvider,
     FakeProviderPlugin,
     ProviderContract,
@@ -149,3 +150,9 @@ class TestFakeProvider(ProviderContract):
     @pytest.fixture
     def provider_model(self) -> Model:
         return fake_model()
+
+
+class TestRegisteredLegacyEngineKeepsTheContract(ContextEngineContract):
+    @pytest.fixture
+    def context_engine(self, tmp_path) -> Any:
+        return registered_component(None, "context_engines", "legacy", tmp_path)()
