@@ -79,7 +79,7 @@ def test_the_failover_suite_passes_a_good_classifier(tmp_path):
 
 def test_the_failover_suite_catches_a_classifier_that_raises(tmp_path):
     def raises(signal: FailoverSignal) -> Any:
-        if signal.message and len(signal.message) > 10_000:
+        if signal.message and len(signal.message) > 3_000:
             raise ValueError("message too long")
         return owned(signal)
 

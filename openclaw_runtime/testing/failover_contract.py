@@ -33,8 +33,8 @@ def failover_probe_signals(provider: str) -> list[FailoverSignal]:
         "<html><body>502 Bad Gateway</body></html>",
         "insufficient_quota: You exceeded your current quota",
         "model `x` does not exist",
-        "ünïcødé ⚠ " * 50,
-        "x" * 20_000,
+        "ünïcødé ⚠ " * 20,
+        "x" * 4_000,
         "{not json",
     )
     statuses = (None, 0, 200, 400, 401, 402, 403, 404, 408, 413, 429, 499, 500, 502, 503, 529, 999)
@@ -130,8 +130,11 @@ class FailoverClassifierContract:
             assert one == other, (
                 f"{signal!r} was classified differently on a second call: {one!r}, {other!r}"
             )
-        again, _ = self._classify_all(failover_plugin, tmp_path / "b", signals)
-        assert again == first[::2], "a second runtime classified the same failures differently"
+        cases = [signal for signal, _ in self.cases]
+        again, _ = self._classify_all(failover_plugin, tmp_path / "b", cases)
+        assert again == first[: 2 * len(cases) : 2], (
+            "a second runtime classified the same failures differently"
+        )
 
     def test_leaves_other_providers_alone(self, failover_plugin: Any, tmp_path: Path) -> None:
         if self.foreign_provider is None:
