@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from openclaw_runtime.commands.chat import chat_exit_code
+from openclaw_runtime.commands.invocation import program_command
 from openclaw_runtime.commands.progress import WAITING_FOR_MODEL, Status, next_status
 from openclaw_runtime.commands.run import turn_usage_line
 from openclaw_runtime.commands.style import colour_enabled, line_style
@@ -370,3 +371,60 @@ def test_the_spinner_stays_after_a_no_op_compaction(
     assert process.returncode == 0, text
     assert stdout.startswith("You said: word word")
     assert "compacting the session…" in text or "nothing compacted" in text
+
+
+# --- hints name the program as it was started -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv0", "on_path", "expected"),
+    [
+        (".venv/bin/openclaw-runtime", None, ".venv/bin/openclaw-runtime"),
+        (
+            "/srv/app/.venv/bin/openclaw-runtime",
+            "/usr/bin/openclaw-runtime",
+            "/srv/app/.venv/bin/openclaw-runtime",
+        ),
+        (
+            "/srv/app/.venv/bin/openclaw-runtime",
+            "/srv/app/.venv/bin/openclaw-runtime",
+            "openclaw-runtime",
+        ),
+        (r"C:\venv\Scripts\openclaw-runtime.exe", None, r"C:\venv\Scripts\openclaw-runtime.exe"),
+        (
+            "/srv/app/openclaw_runtime/__main__.py",
+            "/usr/bin/openclaw-runtime",
+            "/v/python -m openclaw_runtime",
+        ),
+    ],
+)
+def test_program_command(argv0: str, on_path: str | None, expected: str) -> None:
+    assert program_command(argv0, on_path, "/v/python") == expected
+
+
+def test_the_demo_hint_runs_without_an_activated_venv(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "openclaw-runtime"
+    if not script.is_file():
+        pytest.skip("the openclaw-runtime script is not installed beside this interpreter")
+    env = _env(tmp_path)
+    env["PATH"] = os.pathsep.join(  # as in a shell where the venv is not activated
+        p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != script.parent
+    )
+    demo = subprocess.run(
+        [str(script), "demo", "--state-dir", str(tmp_path / "demo")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr
+    hint = next(line for line in demo.stdout.splitlines() if "read it: " in line)
+    command = hint.split("read it: ", 1)[1]
+    assert f"{script} sessions show demo:lisbon-trip" in command
+    variable, rest = command.split(" ", 1)
+    name, value = variable.split("=", 1)
+    shown = subprocess.run(
+        rest.split(" "), env={**env, name: value}, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "user ▸ Hi! I'm planning a weekend in Lisbon." in shown.stdout
