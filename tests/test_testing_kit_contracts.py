@@ -79,6 +79,7 @@ class TestXmlishFormat(ToolCallFormatContract):
 # --------------------------------------------------------------------------- sanitizers, repairer
 
 BUILTIN_SANITIZERS = (
+    "blank_user_turns",
     "drop_reasoning_from_history",
     "drop_thinking_blocks",
     "google_turn_ordering",
