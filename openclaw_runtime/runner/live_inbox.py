@@ -24,6 +24,7 @@ import anyio
 import filelock
 import orjson
 
+from .._flock import FlockLock
 from ..backends.steering import SteeringStoreError
 from ..redaction import package_logger, redact
 from ..transcript import validate_session_id
@@ -60,9 +61,9 @@ class FileLiveInbox:
         base = self.directory
         return base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
 
-    def _lock(self, path: Path, timeout: float | None = None) -> filelock.FileLock:
+    def _lock(self, path: Path, timeout: float | None = None) -> FlockLock:
         wait = self.lock_timeout if timeout is None else timeout
-        return filelock.FileLock(path, timeout=wait, mode=0o600)
+        return FlockLock(path, timeout=wait, mode=0o600)
 
     def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
         owner, inbox, lock = self._paths(session_id)
