@@ -24,6 +24,7 @@ import anyio
 import filelock
 import orjson
 
+from .._flock import FlockLock
 from ..backends.steering import SteeringStoreError
 from ..redaction import package_logger, redact
 from ..transcript import validate_session_id
@@ -31,6 +32,9 @@ from ..transcript import validate_session_id
 __all__ = ["FileLiveInbox", "pid_alive"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live_inbox"))
+
+#: Session ids whose inbox paths are kept (cleared whole when full: a cache, not a registry).
+_PATH_MEMO_SIZE = 4096
 
 LiveMessage = tuple[Literal["steer", "follow_up"], str]
 
@@ -54,15 +58,23 @@ class FileLiveInbox:
     def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.directory = Path(directory).expanduser()
         self.lock_timeout = lock_timeout
+        self._path_memo: dict[str, tuple[Path, Path, Path]] = {}
 
     def _paths(self, session_id: str) -> tuple[Path, Path, Path]:
-        name = validate_session_id(session_id)
-        base = self.directory
-        return base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+        # a run asks five times (open, three polls, close): validate and join once
+        paths = self._path_memo.get(session_id)
+        if paths is None:
+            name = validate_session_id(session_id)
+            base = self.directory
+            paths = base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+            if len(self._path_memo) >= _PATH_MEMO_SIZE:
+                self._path_memo.clear()
+            self._path_memo[session_id] = paths
+        return paths
 
-    def _lock(self, path: Path, timeout: float | None = None) -> filelock.FileLock:
+    def _lock(self, path: Path, timeout: float | None = None) -> FlockLock:
         wait = self.lock_timeout if timeout is None else timeout
-        return filelock.FileLock(path, timeout=wait, mode=0o600)
+        return FlockLock(path, timeout=wait, mode=0o600)
 
     def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
         owner, inbox, lock = self._paths(session_id)

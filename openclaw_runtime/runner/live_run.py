@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -34,7 +34,22 @@ logger = package_logger(logging.getLogger("openclaw_runtime.runner.live"))
 def live_inbox_of(store: object) -> LiveInbox | None:
     """The steering store's inbox for live messages across processes, if it has one."""
     inbox = getattr(store, "live_inbox", None)
-    return inbox if isinstance(inbox, LiveInbox) else None
+    if inbox is None:
+        return None
+    # a runtime-checkable Protocol check costs ~70 µs a run: a class that itself has every
+    # member of the protocol passes it for all its instances, so remember such classes
+    kind = type(inbox)
+    if kind in _INBOX_CLASSES:
+        return cast("LiveInbox", inbox)
+    if not isinstance(inbox, LiveInbox):
+        return None
+    if all(hasattr(kind, name) for name in _INBOX_MEMBERS):
+        _INBOX_CLASSES.add(kind)
+    return inbox
+
+
+_INBOX_MEMBERS = tuple(name for name in vars(LiveInbox) if not name.startswith("_"))
+_INBOX_CLASSES: set[type] = set()
 
 
 @asynccontextmanager
