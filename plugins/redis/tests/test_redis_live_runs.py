@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import redis
 
+from openclaw_runtime import Runtime
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer
 
 KEY = "sk-live-redis-worker-0000"
@@ -225,3 +227,38 @@ def test_the_owner_lease_is_renewed_while_the_run_lives_and_lapses_when_it_dies(
             runner.kill()
         runner.communicate()
         client.close()
+
+
+@pytest.mark.anyio
+async def test_an_aborted_run_on_redis_gives_its_inbox_up(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    redis_url: str,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In process: the lease renewal task does not swallow or wrap how the run ends."""
+    for name, value in (("URL", redis_url), ("PREFIX", redis_prefix), ("LEASE_MS", "900")):
+        monkeypatch.setenv(f"OPENCLAW_RUNTIME_REDIS_{name}", value)
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "redis")
+    config = json.loads(write_config(tmp_path, server.base_url).read_text())
+    client = redis.Redis.from_url(redis_url)
+    server.inject(Fault(kind="hold", model="main", after_chunks=2))
+    results: list[Any] = []
+    async with Runtime(config) as runtime:
+
+        async def run() -> None:
+            results.append(await runtime.run("a long task", session_key="chat:abort"))
+
+        with anyio.fail_after(60):  # only turns a hang into a failure
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                assert await anyio.to_thread.run_sync(server.wait_for_held, 1, 30.0)
+                assert runtime.is_run_active(session_key="chat:abort")
+                assert len(live_keys(client, redis_prefix)) == 1
+                assert await runtime.abort_run(session_key="chat:abort")
+            server.release_holds()
+    (result,) = results
+    assert not result.ok and result.error is not None and result.error.kind == "aborted"
+    assert live_keys(client, redis_prefix) == []
+    client.close()
