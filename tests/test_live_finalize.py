@@ -87,6 +87,10 @@ async def test_a_steer_waiting_at_the_end_wins_over_finalization(
         ["write a poem", STEER],
     ]
     assert verifier.seen == [result.text] and result.text.endswith(f"You said: {STEER}")
+    ends = [
+        e.message.text() for e in events if e.type == "message_end" and e.message.role == "user"
+    ]
+    assert ends == ["write a poem", STEER]  # observers see the steer as an injected message
     scheduled = [(e.kind, e.count) for e in events if e.type == "retry_scheduled"]
     assert scheduled == [(STEERED_BEFORE_FINALIZE, 1)]
     roles = [(m.role, m.text()) for m in result.messages if m.role in ("user", "assistant")]

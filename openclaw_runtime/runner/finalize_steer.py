@@ -5,7 +5,8 @@ what can still be waiting when the attempt ends is a message another process put
 run's inbox after that drain (``queued_remote``: the caller was told the run will read it).
 Before the answer is accepted (and before ``before_agent_finalize`` is asked about it) the run
 reads its queue once more; when a steer waits (``finalize_step`` says ``steer``), the message
-is appended to the transcript as a delivered live message and the run takes one more attempt,
+is appended to the transcript as a delivered live message (with the ``message_start`` /
+``message_end`` events an injected steer has) and the run takes one more attempt,
 which continues from it (``attempt_input``: a retry after a delivered steer continues). The
 hook is then asked about the answer to the steer, not about the superseded one.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Final, Protocol
 
+from ..events import Event, MessageEnd, MessageStart
 from ..redaction import package_logger
 from .finalize import finalize_step
 from .live import LiveRunHandle
@@ -36,6 +38,8 @@ class SteerableRun(Protocol):
     run_entry_ids: set[str]
     run_id: str
 
+    async def emit(self, event: Event) -> None: ...
+
 
 async def steer_before_finalize(
     run: SteerableRun, *, revisions_so_far: int, payload_count: int
@@ -56,6 +60,9 @@ async def steer_before_finalize(
         entry_id = await run.session.append_message(message)
         run.live_entry_ids.add(entry_id)  # a retry continues from it
         run.run_entry_ids.add(entry_id)  # it is one of this run's messages
+        # observers see it as they see a steer the kernel injects
+        await run.emit(MessageStart(message))
+        await run.emit(MessageEnd(message))
     await run.session.flush()
     logger.info(
         "a steered message waited when run %s would end: it goes on instead of finalizing",
