@@ -1,6 +1,7 @@
-"""A steer that waits when the run would end wins over ``before_agent_finalize`` (issue 15
-§1/§6): the table of ``finalize_step``, and end to end over real HTTP (asyncio and trio) a
-steer from another runtime on the same state dir that lands after the kernel's last drain."""
+"""A message that waits when the run would end wins over ``before_agent_finalize`` (issue 15
+§1/§6, OpenClaw: a queued user message wins over finalization): the table of
+``finalize_step``, and end to end over real HTTP (asyncio and trio) a steer or follow-up from
+another runtime on the same state dir that lands after the kernel's last drain."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ LIMIT = MAX_BEFORE_AGENT_FINALIZE_REVISIONS
 )
 def test_finalize_step(queued: bool, revisions: int, payloads: int, step: str) -> None:
     assert (
-        finalize_step(steering_queued=queued, revisions_so_far=revisions, payload_count=payloads)
+        finalize_step(message_queued=queued, revisions_so_far=revisions, payload_count=payloads)
         == step
     )
 
@@ -58,8 +59,9 @@ def server() -> Any:
         yield running
 
 
-async def test_a_steer_waiting_at_the_end_wins_over_finalization(
-    tmp_path: Path, server: FaultInjectingOpenAIServer
+@pytest.mark.parametrize("verb", ["steer", "follow_up"])
+async def test_a_message_waiting_at_the_end_wins_over_finalization(
+    tmp_path: Path, server: FaultInjectingOpenAIServer, verb: str
 ) -> None:
     verifier = Verifier()
     runtime = build_runtime(tmp_path, server, plugins=(verifier,))
@@ -71,7 +73,8 @@ async def test_a_steer_waiting_at_the_end_wins_over_finalization(
         events.append(event)
         # the kernel made its last drain: a message now waits in the run's inbox
         if event.type == "agent_end" and not answers:
-            answers.append(await other.steer(STEER, session_key="chat:fin"))
+            send = other.steer if verb == "steer" else other.follow_up
+            answers.append(await send(STEER, session_key="chat:fin"))
 
     try:
         with anyio.fail_after(60):  # only turns a hang into a failure

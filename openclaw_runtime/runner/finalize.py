@@ -14,8 +14,8 @@ not consulted again and the last answer is accepted, so a plugin that always rev
 keep a run going. Only a completed turn with a visible answer is offered to the hook (not an
 error, an abort, or an empty reply).
 
-A steered message that waits when the run would end wins over finalization: the hook is not
-consulted and the run goes on with the message (``finalize_step``, wired by
+A steered (or follow-up) message that waits when the run would end wins over finalization:
+the hook is not consulted and the run goes on with the message (``finalize_step``, wired by
 ``finalize_steer``).
 
 The decisions are pure functions (``normalize_finalize_decision``, ``merge_finalize_decisions``,
@@ -136,24 +136,26 @@ FinalizeStep = Literal["steer", "consult", "accept"]
 
 def finalize_step(
     *,
-    steering_queued: bool,
+    message_queued: bool,
     revisions_so_far: int,
     payload_count: int,
     limit: int = MAX_BEFORE_AGENT_FINALIZE_REVISIONS,
 ) -> FinalizeStep:
-    """What a run that would end does next (a queued steer wins over finalization).
+    """What a run that would end does next (OpenClaw: a queued user message wins over
+    finalization).
 
-    | steering queued | budget left | answer | step    |
-    | --------------- | ----------- | ------ | ------- |
-    | yes             | any         | any    | steer   |
-    | no              | yes         | yes    | consult |
-    | no              | no          | any    | accept  |
-    | no              | any         | none   | accept  |
+    | message queued | budget left | answer | step    |
+    | -------------- | ----------- | ------ | ------- |
+    | yes            | any         | any    | steer   |
+    | no             | yes         | yes    | consult |
+    | no             | no          | any    | accept  |
+    | no             | any         | none   | accept  |
 
-    ``steer``: the run goes on with the steered message (``finalize_steer``) and the hook is
-    not asked about this answer; ``consult``: ask ``before_agent_finalize``.
+    ``message_queued``: a steered or follow-up message waits for the run. ``steer``: the run
+    goes on with it (``finalize_steer``) and the hook is not asked about this answer;
+    ``consult``: ask ``before_agent_finalize``.
     """
-    if steering_queued:
+    if message_queued:
         return "steer"
     if should_consult_finalize_hook(
         revisions_so_far=revisions_so_far, payload_count=payload_count, limit=limit

@@ -1,10 +1,12 @@
-"""A steer that waits when the run would end wins over finalization (issue 15 §1, §6).
+"""A message that waits when the run would end wins over finalization (issue 15 §1, §6).
 
-The kernel's last drain (``drain_follow_ups``) already takes steers queued in this process;
-what can still be waiting when the attempt ends is a message another process put into the
-run's inbox after that drain (``queued_remote``: the caller was told the run will read it).
-Before the answer is accepted (and before ``before_agent_finalize`` is asked about it) the run
-reads its queue once more; when a steer waits (``finalize_step`` says ``steer``), the message
+OpenClaw: "a queued user message wins over finalization" (the hook is skipped while the
+run's queues hold a message). The kernel's last drain (``drain_follow_ups``) already takes
+what was queued in this process; what can still be waiting when the attempt ends is a steer
+or follow-up another process put into the run's inbox after that drain (``queued_remote``:
+the caller was told the run will read it). Before the answer is accepted (and before
+``before_agent_finalize`` is asked about it) the run reads its queues once more, steers first;
+when a message waits (``finalize_step`` says ``steer``), the message
 is appended to the transcript as a delivered live message (with the ``message_start`` /
 ``message_end`` events an injected steer has) and the run takes one more attempt,
 which continues from it (``attempt_input``: a retry after a delivered steer continues). The
@@ -44,13 +46,14 @@ class SteerableRun(Protocol):
 async def steer_before_finalize(
     run: SteerableRun, *, revisions_so_far: int, payload_count: int
 ) -> int:
-    """Deliver the steered message(s) waiting now; how many (0: go on and finalize)."""
+    """Deliver the message(s) waiting now; how many (0: go on and finalize)."""
     live = run.live
     if live is None or run.session is None:
         return 0
-    messages = await live.drain_steering()  # reads the inbox of other processes first
+    # the inbox of other processes first, then a steer, else a follow-up (the queue modes hold)
+    messages = await live.drain_follow_ups()
     step = finalize_step(
-        steering_queued=bool(messages),
+        message_queued=bool(messages),
         revisions_so_far=revisions_so_far,
         payload_count=payload_count,
     )
@@ -65,7 +68,7 @@ async def steer_before_finalize(
         await run.emit(MessageEnd(message))
     await run.session.flush()
     logger.info(
-        "a steered message waited when run %s would end: it goes on instead of finalizing",
+        "a live message waited when run %s would end: it goes on instead of finalizing",
         run.run_id,
     )
     return len(messages)
