@@ -1,4 +1,4 @@
-"""The per-run look-ups that are now remembered (``live_run.live_inbox_of`` per class,
+"""The per-run look-ups that are now remembered (``live_follow.live_inbox_of`` per class,
 ``FileLiveInbox._paths`` per session id) give the same answers as before, including refusals."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime.runner import live_run
+from openclaw_runtime.runner import live_follow as live_run
 from openclaw_runtime.runner.live_inbox import FileLiveInbox
 from openclaw_runtime.runner.live_run import live_inbox_of
 
