@@ -214,3 +214,24 @@ def test_the_generated_tox_commands_run(installed, kind):
         engine_runs = [n for n in installed_run if "TestInstalledContextEngines::" in n]
         assert engine_runs and all(installed_run[n] == "PASSED" for n in engine_runs)
         assert any(f"acme_{kind}:acme_{kind}" in n for n in engine_runs), engine_runs
+
+
+def test_without_trio_the_generated_tests_skip_their_trio_variants(installed, tmp_path):
+    """trio is optional for a plugin author: hidden from the venv, the generated conftest's
+    ``anyio_backend`` skips every trio variant with the reason, and the asyncio ones pass."""
+    root, python, env = installed
+    shadow = tmp_path / "no-trio" / "trio"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("trio is hidden for this test")\n')
+    # trio's metadata stays visible here, and hypothesis (in this outer environment, not in an
+    # author's) loads trio's hypothesis entry point; a trio-less install has neither
+    done = _run(
+        [str(python), "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"],
+        cwd=root / "engine",
+        env={**env, "PYTHONPATH": str(shadow.parent)},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    passed = [n for n, outcome in _outcomes(done.stdout).items() if outcome == "PASSED"]
+    assert any(n.endswith("[asyncio]") for n in passed), passed
+    assert not any(n.endswith("[trio]") for n in passed), passed
+    assert "trio is not installed: the trio variant is skipped" in done.stdout
