@@ -23,7 +23,7 @@ class KindTemplate:
     hooks: str
     tests: str
     summary: str
-    config: str = '{"state_dir": str(tmp_path)}'
+    config: str = '{"state_dir": str(openclaw_state_dir)}'
 
 
 _PYPROJECT = """\
@@ -84,29 +84,46 @@ from ._component import __IMPORTS__
 __HOOKS__'''
 
 _CONFTEST = '''\
-"""The openclaw-runtime testing kit: fixtures (asyncio and trio) and contract suites."""
+"""Every ``@pytest.mark.anyio`` test runs on asyncio and on trio (skipped, with the reason,
+where trio is not installed). That ``anyio_backend`` is the one thing this file adds: the
+fixtures ``openclaw_runtime_fake``, ``openclaw_state_dir`` and ``fault_server`` come from
+the pytest plugin openclaw-runtime installs, and the contract suites are plain imports."""
 
 pytest_plugins = ["openclaw_runtime.testing"]
 '''
 
 _TOX = """\
-# Runs this plugin's tests against the openclaw-runtime core on each supported Python.
-# The core is installed first, from OPENCLAW_RUNTIME_CORE (a path to a checkout, or a
-# requirement such as "openclaw-runtime==0.1.*"), so the plugin's own install finds it:
-#   OPENCLAW_RUNTIME_CORE=../openclaw-runtime tox
+# A tox matrix for __DIST__, from the template of openclaw-runtime (contrib/hello/tox.ini;
+# docs/testing-plugins.md): same envs, same variable.
+#   core-checkout  the core from a source checkout: OPENCLAW_RUNTIME_CHECKOUT=/path/to/it
+#                  (default ../openclaw-runtime, a clone beside this directory); catches
+#                  breakage before a core release
+#   core-0.1       the released 0.1 series from the package index (add core-0.2... as they
+#                  ship; the core is not on an index yet, so it is not in env_list)
+# Each env runs this plugin's tests, then the core's contract suites over what the installed
+# plugin registers (openclaw_runtime.testing.installed_contracts).
+#   OPENCLAW_RUNTIME_CHECKOUT=../openclaw-runtime tox run
 [tox]
-env_list = py311, py312, py313
+env_list = core-checkout
 skip_missing_interpreters = true
+labels =
+    release = core-0.1
 
 [testenv]
-deps =
-    {env:OPENCLAW_RUNTIME_CORE:openclaw-runtime}
-    pytest>=8
-    anyio>=4
-    trio>=0.25
+# the core and the plugin are installed in one pip call, so pip takes the core from where
+# these deps say instead of looking for it on an index first
+package = skip
 set_env =
+    PLUGIN = __NAME__
+    OPENCLAW_RUNTIME_PLUGINS = {env:PLUGIN}
     OPENCLAW_RUNTIME_STRICT_PLUGINS = 1
-commands = pytest {posargs}
+deps =
+    checkout: -e {env:OPENCLAW_RUNTIME_CHECKOUT:{toxinidir}/../openclaw-runtime}[testing]
+    0.1: openclaw-runtime[testing]>=0.1,<0.2
+    -e .[test]
+commands =
+    pytest -p openclaw_runtime.testing tests {posargs}
+    pytest -p openclaw_runtime.testing --pyargs openclaw_runtime.testing.installed_contracts
 """
 
 _README = """\
@@ -123,7 +140,7 @@ An [openclaw-runtime](https://pypi.org/project/openclaw-runtime/) plugin: __SUMM
 
     python -m pip install -e '.[test]'
     python -m pytest                     # the contract suite and the entry-point test
-    OPENCLAW_RUNTIME_CORE=/path/to/openclaw-runtime tox   # every supported Python
+    OPENCLAW_RUNTIME_CHECKOUT=/path/to/openclaw-runtime tox run   # the tox matrix
 
 `__PKG__/plugin.py` holds the hooks, `__PKG__/_component.py` the component. Settings, if
 you need them, are a pydantic model declared with `register_plugin_settings` and read with
@@ -132,7 +149,7 @@ you need them, are a pydantic model declared with `register_plugin_settings` and
 
 _RUNTIME_FIXTURE = '''\
 @pytest.fixture
-def runtime(tmp_path):
+def runtime(openclaw_state_dir):
     """A runtime that loads this plugin through its installed entry point, and only it."""
     rt = Runtime(
         __CONFIG__,
@@ -162,7 +179,7 @@ COMMON_FILES: dict[str, str] = {
 
 _ENGINE = KindTemplate(
     imports="__CLASS__Engine",
-    config='{"context_engine": "__NAME__", "state_dir": str(tmp_path)}',
+    config='{"context_engine": "__NAME__", "state_dir": str(openclaw_state_dir)}',
     summary="a context engine (how the history is assembled for each model call).",
     component='''\
 """The __NAME__ context engine. It sends the whole history; change ``assemble`` to choose."""
@@ -239,6 +256,21 @@ async def test_selected_by_the_config(runtime):
         AssembleParams(session_id="s", messages=[UserMessage(content="hi")], token_budget=1000)
     )
     assert [m.text() for m in result.messages] == ["hi"]
+
+
+@pytest.mark.anyio
+async def test_a_run_through_the_whole_pipeline(openclaw_runtime_fake):
+    fake = openclaw_runtime_fake
+    fake.add_plugin(plugin, name="__NAME__")
+    fake.config["context_engine"] = "__NAME__"
+    fake.provider.reply("first answer")
+    fake.provider.reply("second answer")
+    await fake.run("one", session_id="s1")
+    result = await fake.run("two", session_id="s1")
+    assert result.payloads[-1].text == "second answer"
+    # what the model saw on the second call: the history this engine assembled
+    seen = [m.text() for m in fake.provider.history[1].context.messages]
+    assert seen == ["one", "first answer", "two"]
 ''',
 )
 
@@ -297,6 +329,20 @@ __RUNTIME_FIXTURE__
 def test_registered_in_the_pipeline(runtime):
     names = {r.name: r.plugin for r in runtime.transcript_sanitizers()}
     assert names["__NAME__"] == "__NAME__"
+
+
+@pytest.mark.anyio
+async def test_a_run_through_the_whole_pipeline(openclaw_runtime_fake):
+    fake = openclaw_runtime_fake
+    fake.add_plugin(plugin, name="__NAME__")
+    fake.provider.reply("first answer")
+    fake.provider.reply("second answer")
+    await fake.run("one", session_id="s1")
+    result = await fake.run("two", session_id="s1")
+    assert result.payloads[-1].text == "second answer"
+    # the model saw the history as sanitized: nothing with text was dropped
+    seen = [m.text() for m in fake.provider.history[1].context.messages]
+    assert seen == ["one", "first answer", "two"]
 ''',
 )
 
@@ -335,7 +381,7 @@ import pytest
 from __PKG__ import plugin
 
 from openclaw_runtime import Runtime
-from openclaw_runtime.testing import StreamRepairerContract
+from openclaw_runtime.testing import StreamRepairerContract, text
 
 
 class Test__CLASS__Contract(StreamRepairerContract):
@@ -349,6 +395,15 @@ __RUNTIME_FIXTURE__
 def test_registered_in_the_pipeline(runtime):
     registration = runtime.components.stream_repairers.registration("__NAME__")
     assert registration.plugin == "__NAME__"
+
+
+@pytest.mark.anyio
+async def test_a_run_through_the_whole_pipeline(openclaw_runtime_fake):
+    fake = openclaw_runtime_fake
+    fake.add_plugin(plugin, name="__NAME__")
+    fake.provider.reply(text("an answer streamed in small pieces", chunk=3))
+    result = await fake.run("hello", session_id="s1")
+    assert result.payloads[-1].text == "an answer streamed in small pieces"
 ''',
 )
 
@@ -356,54 +411,79 @@ _CLASSIFIER = KindTemplate(
     imports="classify___FN__",
     summary="a failover classifier (why did a model call fail?).",
     component='''\
-"""The __NAME__ classifier: HTTP 418 from any provider means "overloaded, retry"."""
+"""The __NAME__ classifier: HTTP 418 from the providers it knows means "overloaded, retry"."""
 
 from __future__ import annotations
 
-from openclaw_runtime.failover import FailoverClassification, FailoverReason
+from openclaw_runtime.failover import FailoverClassification, FailoverReason, FailoverSignal
 
-__all__ = ["classify___FN__"]
+__all__ = ["PROVIDERS", "classify___FN__"]
+
+#: The providers whose failures this classifier knows (e.g. ``{"openai"}``). It has no
+#: opinion on anyone else's, so their own classifiers (and the built-in one) decide.
+PROVIDERS = frozenset({"__NAME__"})
 
 
-def classify___FN__(
-    status: int | None, message: str | None
-) -> FailoverClassification | None:
-    """A classification, or None for no opinion (the built-in classifier answers)."""
-    if status == 418:
+def classify___FN__(signal: FailoverSignal) -> FailoverClassification | None:
+    """A classification, or None for no opinion (the next classifier answers)."""
+    if signal.provider not in PROVIDERS:
+        return None
+    if signal.status == 418:
         return FailoverClassification.of(FailoverReason.OVERLOADED, same_model_retry=True)
     return None
 ''',
     hooks='''\
 @hookimpl
-def classify_failover(status: int | None, message: str | None) -> Any:
+def classify_failover(signal: Any) -> Any:
     """Answer for the failures this plugin knows; None for the rest."""
-    return classify___FN__(status, message)
+    return classify___FN__(signal)
 ''',
     tests='''\
-"""The __NAME__ classifier: its table, and its answer through the installed entry point."""
+"""The __NAME__ classifier: the contract suite, its answer through the installed entry
+point, and a run that ends for the reason it gives."""
 
 from __future__ import annotations
 
 import pytest
-from __PKG__ import plugin
+from __PKG__ import _component, plugin
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.failover import FailoverReason, FailoverSignal
+from openclaw_runtime.testing import FailoverClassifierContract
 
 
-@pytest.mark.parametrize(
-    ("status", "reason"), [(418, FailoverReason.OVERLOADED), (500, None), (None, None)]
-)
-def test_classification(status, reason):
-    answer = plugin.classify___FN__(status, "error")
-    assert (answer.reason if answer else None) == reason
+class Test__CLASS__Contract(FailoverClassifierContract):
+    provider = "__NAME__"
+    cases = (
+        (FailoverSignal(provider="__NAME__", status=418), FailoverReason.OVERLOADED),
+        (FailoverSignal(provider="__NAME__", status=500, message="oops"), None),
+        (FailoverSignal(provider="__NAME__"), None),
+    )
+
+    @pytest.fixture
+    def failover_plugin(self):
+        return plugin
 
 
 __RUNTIME_FIXTURE__
 
 def test_answers_through_the_host(runtime):
-    answer, by = runtime.hooks.classify_failover(FailoverSignal(status=418, message="teapot"))
+    signal = FailoverSignal(provider="__NAME__", status=418, message="teapot")
+    answer, by = runtime.hooks.classify_failover(signal)
     assert (answer.reason, by) == (FailoverReason.OVERLOADED, "__NAME__")
+
+
+@pytest.mark.anyio
+async def test_a_run_fails_for_the_reason_it_classifies(openclaw_runtime_fake, monkeypatch):
+    # the fake provider's failures count as ours for this test
+    monkeypatch.setattr(_component, "PROVIDERS", frozenset({"fake"}))
+    fake = openclaw_runtime_fake
+    fake.add_plugin(plugin, name="__NAME__")
+    fake.provider.fail("I'm a teapot", status=418)
+    result = await fake.run("tea, please", session_id="s1")
+    # overloaded, with no fallback model configured: the run ends with that reason
+    assert not result.ok
+    assert (result.error.kind, result.error.reason) == ("provider", "overloaded")
 ''',
 )
 
@@ -422,6 +502,7 @@ from openclaw_runtime.events import (
     AssistantMessageEvent,
     AssistantMessageEventStream,
     Done,
+    Error,
     Start,
     TextDelta,
     TextEnd,
@@ -432,8 +513,9 @@ from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
 
 __all__ = ["__UPPER___MODEL", "__FN___stream_fn"]
 
+# a run refuses models with a context window under 16,000 tokens: give your model's real one
 __UPPER___MODEL = Model(
-    id="echo", api="__NAME__", provider="__NAME__", context_window=8_000
+    id="echo", api="__NAME__", provider="__NAME__", context_window=32_000
 )
 
 
@@ -441,12 +523,19 @@ def __FN___stream_fn(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
     """The provider: one streamed assistant message per call."""
-    return AssistantMessageEventStream(_answer(model, context))
+    return AssistantMessageEventStream(_answer(model, context, options))
 
 
-async def _answer(model: Model, context: Context) -> AsyncIterator[AssistantMessageEvent]:
+async def _answer(
+    model: Model, context: Context, options: StreamOptions
+) -> AsyncIterator[AssistantMessageEvent]:
     message = AssistantMessage(api=model.api, provider=model.provider, model=model.id)
     yield Start(message)
+    if options.signal is not None and options.signal.aborted:
+        message.stop_reason = "aborted"
+        message.error_message = "the call was aborted"
+        yield Error("aborted", message)
+        return
     last = next((m for m in reversed(context.messages) if isinstance(m, UserMessage)), None)
     answer = f"echo: {last.text().strip() if last else ''}"
     message.content.append(TextContent(text=answer))
@@ -468,13 +557,30 @@ def register_models(register: Any) -> None:
     register(__UPPER___MODEL)
 ''',
     tests='''\
-"""The __NAME__ provider: a whole turn through the runtime, loaded by its entry point."""
+"""The __NAME__ provider: the contract suite, and whole turns through the runtime, loaded by
+its entry point."""
 
 from __future__ import annotations
 
 import pytest
+from __PKG__ import plugin
 
 from openclaw_runtime import Runtime
+from openclaw_runtime.testing import ProviderContract
+
+
+class Test__CLASS__Contract(ProviderContract):
+    uses_network = False  # the echo provider makes no HTTP request; remove this for yours
+
+    @pytest.fixture
+    def provider_plugin(self):
+        return plugin
+
+    @pytest.fixture
+    def provider_model(self):
+        # for a provider that calls an HTTP API, point the model at a local server:
+        # plugin.__UPPER___MODEL.model_copy(update={"base_url": fault_server.base_url})
+        return plugin.__UPPER___MODEL
 
 
 __RUNTIME_FIXTURE__
@@ -485,6 +591,12 @@ async def test_answers_a_turn(runtime):
     agent = runtime.create_agent(model="__NAME__/echo")
     await agent.prompt("hello there")
     assert agent.state.messages[-1].text() == "echo: hello there"
+
+
+@pytest.mark.anyio
+async def test_a_run_through_the_whole_pipeline(runtime):
+    result = await runtime.run("hello there", model="__NAME__/echo", session_id="s1")
+    assert result.payloads[-1].text == "echo: hello there"
 ''',
 )
 
@@ -512,19 +624,28 @@ def register_tool_call_formats(register: Any) -> None:
     register("__NAME__", __CLASS__Format())
 ''',
     tests='''\
-"""The __NAME__ format: it meets the format protocol and is registered by its entry point."""
+"""The __NAME__ format: the contract suite, its registration through the entry point, and a
+call written as text that runs a tool."""
 
 from __future__ import annotations
 
 import pytest
 from __PKG__ import plugin
 
-from openclaw_runtime import Runtime
+from openclaw_runtime import Runtime, tool
+from openclaw_runtime.testing import ToolCallFormatContract
 
 
-def test_meets_the_protocol():
-    fmt = plugin.__CLASS__Format()
-    assert callable(fmt.parse_at) and callable(fmt.scan_at)
+class Test__CLASS__Contract(ToolCallFormatContract):
+    format_name = "__NAME__"
+    samples = (
+        ('{"name": "lookup", "arguments": {"query": "otters"}}', "lookup", {"query": "otters"}),
+        ('{"name": "ping", "arguments": {}}', "ping", {}),
+    )
+
+    @pytest.fixture
+    def tool_call_format_plugin(self):
+        return plugin
 
 
 __RUNTIME_FIXTURE__
@@ -533,6 +654,24 @@ def test_registered(runtime):
     registration = runtime.components.tool_call_formats.registration("__NAME__")
     assert registration.plugin == "__NAME__"
     assert isinstance(registration.component, plugin.__CLASS__Format)
+
+
+@tool
+async def lookup(query: str) -> str:
+    """Look something up."""
+    return f"result for {query}"
+
+
+@pytest.mark.anyio
+async def test_a_written_call_runs_the_tool(openclaw_runtime_fake):
+    fake = openclaw_runtime_fake
+    fake.add_plugin(plugin, name="__NAME__")
+    fake.provider.reply('{"name": "lookup", "arguments": {"query": "otters"}}')
+    fake.provider.reply("Otters hold hands while they sleep.")
+    result = await fake.run("Tell me about otters", session_id="s1", tools=[lookup])
+    assert result.payloads[-1].text == "Otters hold hands while they sleep."
+    tool_result = fake.provider.history[1].context.messages[-1]
+    assert (tool_result.role, tool_result.text()) == ("toolResult", "result for otters")
 ''',
 )
 

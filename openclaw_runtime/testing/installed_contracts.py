@@ -60,8 +60,14 @@ def _runtime() -> Runtime:
 
 
 def installed_plugin_names(runtime: Runtime) -> list[str]:
-    """Names of the plugins loaded from entry points (built-ins and explicit ones excluded)."""
-    return sorted(r.name for r in runtime.plugin_records() if r.source == "entrypoint")
+    """Names of the plugins loaded from entry points (built-ins and explicit ones excluded).
+    Plugins blocked by ``OPENCLAW_RUNTIME_PLUGINS`` / ``..._DISABLE_PLUGINS`` are left out, so
+    the variable narrows every test here; one that failed to load stays in (and fails)."""
+    return sorted(
+        r.name
+        for r in runtime.plugin_records()
+        if r.source == "entrypoint" and r.status != "blocked"
+    )
 
 
 def _from_plugins(registry: ComponentRegistry[Any], plugins: list[str]) -> list[InstalledComponent]:
