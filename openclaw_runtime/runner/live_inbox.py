@@ -24,12 +24,13 @@ import anyio
 import filelock
 import orjson
 
+from .._files import _pid_alive
 from .._flock import FlockLock
 from ..backends.steering import SteeringStoreError
 from ..redaction import package_logger, redact
 from ..transcript import validate_session_id
 
-__all__ = ["FileLiveInbox", "pid_alive"]
+__all__ = ["FileLiveInbox"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live_inbox"))
 
@@ -37,19 +38,6 @@ logger = package_logger(logging.getLogger("openclaw_runtime.runner.live_inbox"))
 _PATH_MEMO_SIZE = 4096
 
 LiveMessage = tuple[Literal["steer", "follow_up"], str]
-
-
-def pid_alive(pid: int) -> bool:
-    """Is a process with ``pid`` running on this machine?"""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class FileLiveInbox:
@@ -139,7 +127,7 @@ class FileLiveInbox:
         def apply(owner: Path, inbox: Path) -> bool:
             current = _read_owner(owner)
             pid = current.get("pid") if current else None
-            if not isinstance(pid, int) or not pid_alive(pid):
+            if not isinstance(pid, int) or not _pid_alive(pid):
                 return False
             line = orjson.dumps({"kind": kind, "text": redact(text)}) + b"\n"
             with inbox.open("ab") as handle:
@@ -153,7 +141,7 @@ class FileLiveInbox:
         owner, _inbox, _lock = self._paths(session_id)
         current = _read_owner(owner)
         pid = current.get("pid") if current else None
-        return isinstance(pid, int) and pid_alive(pid)
+        return isinstance(pid, int) and _pid_alive(pid)
 
     # async faces -------------------------------------------------------------------------------
 
