@@ -394,3 +394,20 @@ def test_the_plugin_directory_lists_every_distribution_with_a_working_install_li
         assert (ROOT / folder / "pyproject.toml").exists(), f"docs/plugins.md names {folder}"
     # the short names the install command maps are exactly the directory's plugins
     assert set(FIRST_PARTY.values()) == set(distributions.values())
+
+
+def test_new_names_the_program_as_it_was_started(tmp_path):
+    """The 'next:' hints work without an activated venv: started as ``python -m
+    openclaw_runtime``, they say so (not a bare ``openclaw-runtime`` that may not be on PATH)."""
+    target = tmp_path / "zed"
+    done = subprocess.run(
+        [sys.executable, "-m", "openclaw_runtime", "plugins", "new", "zed", "--dir", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OPENCLAW_RUNTIME_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"  {sys.executable} -m openclaw_runtime install -e {target}" in done.stdout
+    assert f"  {sys.executable} -m openclaw_runtime plugins zed" in done.stdout
+    assert f"&& {sys.executable} -m pytest" in done.stdout

@@ -12,6 +12,7 @@ filters are pure functions.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .._exceptions import OpenClawRuntimeError
 from .._plugin_components import components_by_plugin, normalize_kind
 from .._runtime import Runtime
 from ._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
+from .invocation import current_program_command
 from .scaffold import PLUGIN_KINDS, plugin_names, render_plugin, write_plugin
 
 __all__ = ["add_components", "filter_rows", "plugins"]
@@ -187,7 +189,8 @@ def new(name: str, kind: str, directory: Path | None) -> None:
     target = directory if directory is not None else Path(names.distribution)
     written = write_plugin(target, render_plugin(name, kind))
     click.echo(f"wrote {len(written)} files to {target}/ ({kind} plugin {name!r})")
+    program = current_program_command()  # the hint works without an activated venv
     click.echo("next:")
-    click.echo(f"  openclaw-runtime install -e {target}")
-    click.echo(f"  openclaw-runtime plugins {name}")
-    click.echo(f"  cd {target} && python -m pytest")
+    click.echo(f"  {program} install -e {target}")
+    click.echo(f"  {program} plugins {name}")
+    click.echo(f"  cd {target} && {sys.executable} -m pytest")
