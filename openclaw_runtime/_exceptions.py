@@ -139,12 +139,15 @@ class UnknownContextEngineError(ComponentNotFoundError):
 class UnknownBackendError(ComponentNotFoundError, ConfigurationError):
     """``[backends]`` names a backend nothing registered; the message lists what is."""
 
-    def __init__(self, kind: str, name: str, available: Iterable[str]) -> None:
+    def __init__(
+        self, kind: str, name: str, available: Iterable[str], *, key: str | None = None
+    ) -> None:
         ComponentNotFoundError.__init__(self, f"{kind} backend", name, available)
         listing = ", ".join(repr(n) for n in self.available) or "none"
         self.args = (
             redact(
-                f"[backends] {kind} = {name!r}: no {kind} backend of that name is registered; "
+                f"[backends] {key or kind} = {name!r}: no {kind} backend of that name is "
+                "registered; "
                 f"registered: {listing}"
             ),
         )

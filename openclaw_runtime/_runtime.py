@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
 
-from ._backend_selection import build_backend, check_backend_names
+from ._backend_selection import (
+    build_backend,
+    check_backend_names,
+    open_fault_record,
+    with_memory_default,
+)
 from ._components import Components, component_clashes
 from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
 from ._hooks import Hooks
@@ -35,7 +40,7 @@ from ._runtime_live import LiveRunVerbs
 from .agent import Agent, AgentTool
 from .agent.options import AGENT_OPTION_NAMES, AgentOptions
 from .config import PluginSettings, RuntimeConfig
-from .containment import BreakerPolicy, FaultRecord, PluginGuard, component_unit
+from .containment import BreakerPolicy, PluginGuard, component_unit
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
 from .context.selection import plugin_owner_enabled
 from .events import Event
@@ -78,6 +83,9 @@ class Runtime(LiveRunVerbs):
 
     ``Runtime()`` reads no files; pass a ``RuntimeConfig`` (or a dict, or
     ``RuntimeConfig.load()``). Entry-point plugins load unless ``load_entrypoints=False``.
+    ``memory=True`` is ``[backends] default = "memory"``: every backend kind the config leaves
+    unset, and the plugin fault record, live in this process only; nothing is written under
+    ``state_dir`` and everything is lost at exit (docs/backends.md).
     The live-run verbs (``steer``, ``follow_up``, ``abort_run``, ``is_run_active``,
     ``is_run_streaming``, ``wait_for_run_end``) come from ``LiveRunVerbs``.
     """
@@ -92,8 +100,9 @@ class Runtime(LiveRunVerbs):
         blocked: Sequence[str] | None = None,
         on_load_failure: Literal["raise", "warn"] | None = None,
         env: Mapping[str, str] | None = None,
+        memory: bool = False,
     ) -> None:
-        self.config = RuntimeConfig.coerce(config)
+        self.config = with_memory_default(RuntimeConfig.coerce(config), memory)
         settings = self.config.plugins
         self.plugin_policy = resolve_plugin_policy(
             env=os.environ if env is None else env,
@@ -109,7 +118,7 @@ class Runtime(LiveRunVerbs):
             plugins=plugins, load_entrypoints=load_entrypoints, policy=self.plugin_policy
         )
         #: Faults and quarantines persisted for later processes (``<state_dir>/plugins``).
-        self.fault_record = FaultRecord.in_state_dir(self.config.state_dir)
+        self.fault_record = open_fault_record(self.config)
         self.guard = PluginGuard(
             breaker_policy(settings), redact=redact_secret_text, sink=self.fault_record
         )

@@ -183,14 +183,21 @@ class AuthSettings(_Section):
 
 
 class BackendSettings(_Section):
-    """``[backends]``: which registered backend serves each kind (unset: the embedded
-    default, also registered as ``"embedded"``; see docs/backends.md)."""
+    """``[backends]``: which registered backend serves each kind (unset: ``default``, and
+    when that is unset too the embedded default, also registered as ``"embedded"``).
+    ``default = "memory"`` keeps every kind left unset in this process (docs/backends.md)."""
 
+    default: str | None = None
     lanes: str | None = None
     auth_store: str | None = None
     steering_store: str | None = None
     session_index: str | None = None
     session_store: str | None = None
+
+    def selected(self, kind: str) -> str | None:
+        """The backend name ``kind`` uses: its own key, else ``default`` (None: embedded)."""
+        name: str | None = getattr(self, kind)
+        return self.default if name is None else name
 
 
 class RuntimeConfig(_Section):

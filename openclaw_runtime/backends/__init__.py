@@ -16,7 +16,7 @@ imports neither the runner nor the ``Runtime`` (see docs/backends.md).
 from __future__ import annotations
 
 from .auth import AuthStore, UpdateFn
-from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND
+from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND, MEMORY_BACKEND
 from .lanes import (
     PRIORITY_RANK,
     HeldLane,
@@ -42,6 +42,7 @@ from .steering import (
 __all__ = [
     "BACKEND_KINDS",
     "EMBEDDED_BACKEND",
+    "MEMORY_BACKEND",
     "PRIORITY_RANK",
     "AuthStore",
     "HeldLane",

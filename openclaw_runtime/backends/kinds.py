@@ -6,7 +6,7 @@ reject an unknown kind; both read these names from here (through the package fac
 
 from __future__ import annotations
 
-__all__ = ["BACKEND_KINDS", "EMBEDDED_BACKEND"]
+__all__ = ["BACKEND_KINDS", "EMBEDDED_BACKEND", "MEMORY_BACKEND"]
 
 #: The kinds ``[backends]`` selects and ``register_backends`` accepts, in that order.
 BACKEND_KINDS: tuple[str, ...] = (
@@ -18,3 +18,6 @@ BACKEND_KINDS: tuple[str, ...] = (
 )
 #: The name the embedded default of every kind is registered under.
 EMBEDDED_BACKEND = "embedded"
+#: The name the in-memory backend of every kind is registered under (``[backends] default =
+#: "memory"``: state lives in this process only, nothing is written under ``state_dir``).
+MEMORY_BACKEND = "memory"

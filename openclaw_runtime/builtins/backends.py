@@ -2,7 +2,8 @@
 
 Registered under the name ``embedded`` (``EMBEDDED_BACKEND``), so a config can name the
 default explicitly (``[backends] lanes = "embedded"``) and ``openclaw-runtime plugins`` lists
-it beside plugin backends. A kind left unset in ``[backends]`` uses the same factories.
+it beside plugin backends. A kind left unset in ``[backends]`` uses the same factories. The
+in-memory backends (``memory.MEMORY_FACTORIES``) are registered here too, as ``memory``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Any
 from .._markers import hookimpl
 from .._types import RegisterBackend
 from ..auth.json_file import open_auth_profile_store
-from ..backends import EMBEDDED_BACKEND
+from ..backends import EMBEDDED_BACKEND, MEMORY_BACKEND
 from ..redaction import package_logger
 from ..runner.file_lanes import FileLanes
 from ..runner.session_index import JsonFileSessionIndex
 from ..runner.steering_store import JsonFileSteeringStore
 from ..transcript.store import JsonlSessionStore
+from .memory import MEMORY_FACTORIES
 
 __all__ = ["EMBEDDED_FACTORIES", "register_backends"]
 
@@ -75,6 +77,8 @@ EMBEDDED_FACTORIES: dict[str, Callable[[Any], Any]] = {
 
 @hookimpl(trylast=True)
 def register_backends(register: RegisterBackend) -> None:
-    """Every kind's embedded default, named ``embedded``."""
+    """Every kind's embedded default, named ``embedded``, and its in-memory one, ``memory``."""
     for kind, factory in EMBEDDED_FACTORIES.items():
         register(kind, EMBEDDED_BACKEND, factory)
+    for kind, factory in MEMORY_FACTORIES.items():
+        register(kind, MEMORY_BACKEND, factory)

@@ -1,0 +1,233 @@
+"""Sessions kept in this process only: ``[backends] session_store = "memory"``.
+
+For stateless services, tests and benchmarks that must not touch the disk: no session file,
+no lock file, no side file is ever created, and everything is gone when the process exits.
+
+``MemorySessionStore`` keeps each session as the list of JSONL lines the file store would
+write (``jsonl.encode_record``, header first) plus a generation that a whole rewrite bumps, so
+the entries are OpenClaw's records byte for byte (``export_jsonl`` gives the file a
+``JsonlSessionStore`` would hold) and every handle parses its own copy, as with files.
+
+``MemorySession`` is the core ``SessionRewriter`` (the entry tree, branches, context building,
+every ``append_*`` and ``rewrite_transcript_entries`` are inherited) with its I/O moved to
+that list:
+
+* an append publishes its line at once, after joining what other handles of the session
+  appended (the in-memory twin of "re-read the tail under the lock before appending"), so
+  ``flush`` has nothing left to do and another handle's ``refresh`` sees it right away;
+* ``refresh`` compares (generation, length): no work when nothing changed;
+* ``rewrite_entries`` swaps the list whole and bumps the generation (readers see the old
+  transcript or the new one, never a mix).
+
+One ``threading.Lock`` per session guards the list, so handles in other threads of the
+process are safe too; nothing is shared with other processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import TranscriptError
+from .entries import iso_timestamp, make_header
+from .jsonl import encode_record, parse_session_bytes
+from .load import ExternalChanges, bulk_allocation, parse_appended, utc_now
+from .repair import plan_session_repair
+from .rewrite import SessionRewriter, checked_rewrite_records
+from .session_ids import validate_session_id
+from .tree import SessionTree
+
+__all__ = ["MemorySession", "MemorySessionStore"]
+
+Warn = Callable[[str], None]
+Clock = Callable[[], datetime]
+
+
+@dataclass
+class _StoredSession:
+    """One session's lines (header first) and the generation of its last whole rewrite."""
+
+    lines: list[bytes]
+    generation: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def state(self) -> tuple[int, int]:
+        return self.generation, len(self.lines)
+
+
+def _tree_from_lines(lines: list[bytes], session_id: str) -> SessionTree:
+    """The entry tree of lines this store wrote (they never need repair)."""
+    with bulk_allocation():
+        parsed = parse_session_bytes(b"".join(lines))
+    if parsed.header is None or parsed.header_problem is not None:  # pragma: no cover
+        raise TranscriptError(f"cannot load session {session_id}: {parsed.header_problem}")
+    plan = plan_session_repair(parsed, as_written=True)
+    tree = SessionTree.build(parsed.header, plan.entries)
+    tree.repair_pointers()
+    return tree
+
+
+def _memory_path(session_id: str) -> Path:
+    """What ``Session.path`` names: not a file (``str()`` goes into results and events)."""
+    return Path(f"memory:{session_id}")
+
+
+class MemorySession(SessionRewriter):
+    """An open in-memory session (see the module docstring); nothing touches the disk."""
+
+    def __init__(
+        self,
+        stored: _StoredSession,
+        tree: SessionTree,
+        *,
+        now: Clock | None = None,
+        warn: Warn | None = None,
+    ) -> None:
+        super().__init__(
+            _memory_path(str(tree.header["id"])),
+            tree,
+            durability="flush",  # every append is published at once: nothing to buffer
+            now=now,
+            warn=warn,
+            file_state=stored.state(),
+        )
+        self._stored = stored
+
+    def _read_external(self) -> ExternalChanges:
+        """What other handles did since our last read or write: the appended lines, or the
+        whole tree after a rewrite."""
+        stored = self._stored
+        generation, size = self._file_state
+        with stored.lock:
+            now = stored.state()
+            delta = stored.lines[size:] if now[0] == generation else list(stored.lines)
+        self._file_state = now
+        if now[0] != generation:
+            return ExternalChanges(tree=_tree_from_lines(delta, self.session_id))
+        if not delta:
+            return ExternalChanges()
+        entries, _ = parse_appended(b"".join(delta))
+        return ExternalChanges(entries=entries)
+
+    async def refresh(self) -> bool:
+        """Take in what other handles appended or rewrote; whether anything changed."""
+        if self.closed:
+            raise TranscriptError(f"session {self.path.name} is closed")
+        if self._stored.state() == self._file_state:
+            return False
+        async with self._write_lock:
+            self._absorb(self._read_external())
+        return True
+
+    async def _append_durably(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        stored = self._stored
+        while True:
+            with stored.lock:
+                if stored.state() == self._file_state:
+                    entry = self._new_entry(kind, payload, append_mode, parent)
+                    stored.lines.append(encode_record(entry))
+                    self._file_state = stored.state()
+                    break
+            # another handle appended (or rewrote): join its entries, then append after them
+            self._absorb(self._read_external())
+        self._record([entry])
+        return str(entry["id"])
+
+    async def flush(self) -> None:
+        """Nothing to do: every append is visible to other handles as soon as it returns."""
+
+    async def aclose(self) -> None:
+        """Stop accepting writes (what was appended stays in the store)."""
+        self.closed = True
+
+    async def rewrite_entries(self, entries: list[dict[str, Any]]) -> None:
+        """Atomically replace every entry (header kept): sanitising and compaction rewrites."""
+        records = checked_rewrite_records(entries)
+        async with self._write_lock:
+            lines = [encode_record(self._tree.header), *map(encode_record, records)]
+            stored = self._stored
+            with stored.lock:
+                stored.lines = lines
+                stored.generation += 1
+                self._file_state = stored.state()
+            tree = SessionTree.build(self._tree.header, records)
+            for problem in tree.repair_pointers():
+                self._report(f"session {self.session_id}: {problem}")
+            self._absorb(ExternalChanges(tree=tree))
+
+
+class MemorySessionStore:
+    """Sessions by id in this process (the ``"memory"`` session store; lost at exit)."""
+
+    def __init__(self, *, now: Clock | None = None, warn: Warn | None = None) -> None:
+        self._sessions: dict[str, _StoredSession] = {}
+        self._lock = threading.Lock()
+        self._now = now
+        self._warn = warn
+
+    def __repr__(self) -> str:
+        return f"MemorySessionStore(sessions={len(self._sessions)})"
+
+    async def exists(self, session_id: str) -> bool:
+        """Whether the session has been created."""
+        return validate_session_id(session_id) in self._sessions
+
+    async def list_ids(self) -> list[str]:
+        """Every session id, sorted."""
+        return sorted(self._sessions)
+
+    async def create(
+        self, session_id: str, *, cwd: str, parent_session: str | None = None
+    ) -> MemorySession:
+        """Create a session holding only its header (``TranscriptError`` if it exists)."""
+        safe = validate_session_id(session_id)
+        clock = self._now or utc_now
+        header = make_header(
+            safe, cwd, parent_session=parent_session, timestamp=iso_timestamp(clock())
+        )
+        stored = _StoredSession([encode_record(header)])
+        with self._lock:
+            if safe in self._sessions:
+                raise TranscriptError(f"session {safe} already exists")
+            self._sessions[safe] = stored
+        return MemorySession(stored, SessionTree.build(header, []), now=self._now, warn=self._warn)
+
+    async def open(self, session_id: str, *, repair: bool = True) -> MemorySession:
+        """Open an existing session (``repair`` has nothing to do: only whole lines are kept)."""
+        safe = validate_session_id(session_id)
+        stored = self._sessions.get(safe)
+        if stored is None:
+            raise TranscriptError(f"session {safe} does not exist")
+        with stored.lock:
+            lines = list(stored.lines)
+            state = stored.state()
+        session = MemorySession(
+            stored, _tree_from_lines(lines, safe), now=self._now, warn=self._warn
+        )
+        session._file_state = state
+        return session
+
+    async def open_or_create(self, session_id: str, *, cwd: str) -> MemorySession:
+        """Open a session, creating it first when it does not exist."""
+        safe = validate_session_id(session_id)
+        if safe not in self._sessions:
+            try:
+                return await self.create(safe, cwd=cwd)
+            except TranscriptError:
+                pass  # created meanwhile (another thread): open that one
+        return await self.open(safe)
+
+    def export_jsonl(self, session_id: str) -> bytes:
+        """The session as JSONL, byte-compatible with the file store's ``<id>.jsonl``."""
+        safe = validate_session_id(session_id)
+        stored = self._sessions.get(safe)
+        if stored is None:
+            raise TranscriptError(f"session {safe} does not exist")
+        with stored.lock:
+            return b"".join(stored.lines)
