@@ -26,6 +26,7 @@ from .._runtime import Runtime
 from ..config import RuntimeConfig
 from ._common import EXIT_FAILED, command_errors, load_config
 from .chat_live import LineReader, run_live_turn
+from .memory_option import apply_memory_option, memory_option
 from .run import (
     THINKING_LEVELS,
     TurnPrinter,
@@ -76,6 +77,7 @@ def chat_exit_code(succeeded: int, failed: int) -> int:
 )
 @max_tokens_option
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@memory_option
 @click.option(
     "--steer/--no-steer",
     default=None,
@@ -94,11 +96,16 @@ def chat(
     thinking: str | None,
     max_tokens: int | None,
     events: bool,
+    memory: bool,
     steer: bool | None,
 ) -> None:
     """Chat on one session: type a message, get a streamed answer (/help for commands)."""
     config, options = request_options(
-        load_config(ctx), model=model, provider=provider, base_url=base_url, max_tokens=max_tokens
+        apply_memory_option(load_config(ctx), memory),
+        model=model,
+        provider=provider,
+        base_url=base_url,
+        max_tokens=max_tokens,
     )
     options.update(timeout_s=timeout, thinking_level=thinking)
     live = sys.stdin.isatty() if steer is None else steer
@@ -180,7 +187,11 @@ async def _command(runtime: Runtime, state: _Chat, text: str) -> bool:
         key = state.session_key or await runtime.session_index.lookup_key(session_id)
         click.echo(f"session {session_id}" + (f" (key {key})" if key else ""))
         locate = getattr(store, "path_for", None)  # file stores say where; others by name
-        where = locate(session_id) if locate is not None else runtime.config.backends.session_store
+        where = (
+            locate(session_id)
+            if locate is not None
+            else runtime.config.backends.selected("session_store")
+        )
         written = "" if await store.exists(session_id) else " (not written yet)"
         click.echo(f"transcript: {where}{written}")
     elif name == "/compact":

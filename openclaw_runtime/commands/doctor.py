@@ -241,7 +241,7 @@ def _auth(runtime: Runtime) -> tuple[list[Check], list[AuthProfile]]:
     load = getattr(store, "load_sync", None)
     path = Path(getattr(store, "path", config.auth_store_path()))
     if load is None:  # a backend ([backends] auth_store, e.g. Redis): reading it is the check
-        where = f"{config.backends.auth_store!r} auth store backend"
+        where = f"{config.backends.selected('auth_store')!r} auth store backend"
         try:
             state = anyio.run(store.load)
         except Exception as exc:

@@ -111,9 +111,9 @@ def profile_rows(config: RuntimeConfig, state: AuthProfileStoreState) -> list[di
 def profiles(ctx: click.Context, as_json: bool, store_path: str | None) -> None:
     """Show each auth profile's health: healthy, cooling down or disabled (never secrets)."""
     config = load_config(ctx)
-    if store_path is None and config.backends.auth_store is not None:
+    if store_path is None and config.backends.selected("auth_store") is not None:
         # the ledger lives in a backend (Redis...): every worker sees the same health
-        where = f"the {config.backends.auth_store!r} auth store"
+        where = f"the {config.backends.selected('auth_store')!r} auth store"
         rows = profile_rows(config, anyio.run(_load_backend_ledger, config))
     else:
         store = open_auth_profile_store(config, path=store_path)

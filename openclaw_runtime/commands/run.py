@@ -28,6 +28,7 @@ from ._common import (
     safe,
     safe_json,
 )
+from .memory_option import apply_memory_option, memory_option
 from .progress import Status, next_status
 from .style import StyledLines
 from .timeline import AnswerWriter, StatusSpinner, describe_event, text_delta
@@ -237,6 +238,7 @@ async def run_turn(
 @max_tokens_option
 @click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
 @click.option("--events", is_flag=True, help="Print the decision timeline on stderr.")
+@memory_option
 @click.option(
     "-v",
     "--verbose",
@@ -258,6 +260,7 @@ def run(
     max_tokens: int | None,
     as_json: bool,
     events: bool,
+    memory: bool,
     verbose: int,
 ) -> None:
     """Run one turn and stream the answer (PROMPT "-" reads it from stdin).
@@ -273,7 +276,11 @@ def run(
     if not prompt.strip():
         raise click.BadParameter("the prompt is empty", param_hint="'PROMPT'")
     config, options = request_options(
-        load_config(ctx), model=model, provider=provider, base_url=base_url, max_tokens=max_tokens
+        apply_memory_option(load_config(ctx), memory),
+        model=model,
+        provider=provider,
+        base_url=base_url,
+        max_tokens=max_tokens,
     )
     options.update(
         session_id=session_id,

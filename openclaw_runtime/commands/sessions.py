@@ -149,14 +149,14 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     """Every stored session, most recently updated first: id, key, messages, update, size."""
     runtime = Runtime(load_config(ctx))
     where = str(runtime.sessions_dir)
-    if runtime.config.backends.session_store is None:
+    if runtime.config.backends.selected("session_store") is None:
         keys = _keys_by_session(anyio.run(runtime.session_index.entries))
         rows = [
             _session_row(session_id, path, keys.get(session_id))
             for session_id, path in _session_files(runtime.sessions_dir)
         ]
     else:  # sessions live in a backend (Redis...), not in files
-        where = f"the {runtime.config.backends.session_store!r} session store"
+        where = f"the {runtime.config.backends.selected('session_store')!r} session store"
 
         async def collect() -> list[dict[str, Any]]:
             try:
