@@ -29,7 +29,13 @@ in the same run (no timed assertions anywhere):
 Every side is validated once, untimed, before it is measured (ours: one attempt, ``ok``,
 the expected messages), so a retry or a failure cannot pass for speed.
 
+``--mode memory`` (or ``both``, interleaved with the default) runs our side of parts 1 and 3
+on a ``Runtime(memory=True)`` too: every backend in this process, nothing written (part 1 then
+measures a fresh session and a 10-message session kept open; the "cold" side needs a file).
+``--profile`` adds a cProfile (CPU clock) of one concurrent batch of part 3 per mode.
+
 Run:  .venv/bin/python benchmarks/agent_turn.py [--quick] [--part 1 2 3]
+      [--mode durable|memory|both] [--profile]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -162,7 +168,14 @@ def sleeping_stream(model: Model, context: Context, options: StreamOptions) -> A
     return AssistantMessageEventStream(events())
 
 
-def make_runtime(state_dir: Path, stream_fn: Any, *, max_concurrent: int = 4) -> Runtime:
+def ours_modes(mode: str) -> list[str]:
+    """The modes of our runtime a ``--mode`` measures: ``durable``, ``memory`` or both."""
+    return ["durable", "memory"] if mode == "both" else [mode]
+
+
+def make_runtime(
+    state_dir: Path, stream_fn: Any, *, max_concurrent: int = 4, memory: bool = False
+) -> Runtime:
     class BenchProvider:
         @hookimpl
         def register_providers(self, register: Any) -> None:
@@ -174,7 +187,11 @@ def make_runtime(state_dir: Path, stream_fn: Any, *, max_concurrent: int = 4) ->
         "models": [MODEL],
     }
     return Runtime(
-        config, plugins=[("bench-provider", BenchProvider())], load_entrypoints=False, env={}
+        config,
+        plugins=[("bench-provider", BenchProvider())],
+        load_entrypoints=False,
+        env={},
+        memory=memory,
     )
 
 
@@ -515,10 +532,11 @@ async def pa_run_stream(agent: Any, history: list[Any] | None) -> str:
 # --------------------------------------------------------------------------- part 1
 
 
-async def part1(tmp: Path, quick: bool) -> None:
+async def part1(tmp: Path, quick: bool, modes: list[str]) -> None:
     rounds, batch = (3, 5) if quick else (15, 20)
     short = 10
     runtime = make_runtime(tmp / "p1", tool_turn_stream)
+    memory = make_runtime(tmp / "p1m", tool_turn_stream, memory=True)
     tool_agent = pydantic_ai_agents()["tool"]
     short_history = make_history(short)
     copies = SessionCopies(runtime, short_history.wire, "short")
@@ -546,6 +564,29 @@ async def part1(tmp: Path, quick: bool) -> None:
         pending.extend(six_copies.make(1))
         await runtime.run(PROMPT, session_id=pending[-1], tools=[get_weather], model="fake/m1")
 
+    async def memory_fresh() -> Any:
+        return await memory.run(
+            PROMPT, session_id=uuid.uuid4().hex, tools=[get_weather], model="fake/m1"
+        )
+
+    memory_pending: list[str] = []
+    six_wire = make_history(short - 4).wire
+
+    async def memory_kept_open() -> Any:
+        return await memory.run(
+            PROMPT, session_id=memory_pending.pop(), tools=[get_weather], model="fake/m1"
+        )
+
+    async def memory_six_and_open() -> None:
+        # the same 10-message session, kept open by the memory runtime (no file anywhere)
+        session_id = f"six-{uuid.uuid4().hex[:12]}"
+        session = await memory.session_store.create(session_id, cwd=str(tmp))
+        for message in six_wire:
+            await session.append_message(message)
+        await session.aclose()
+        memory_pending.append(session_id)
+        await memory.run(PROMPT, session_id=session_id, tools=[get_weather], model="fake/m1")
+
     Turn = Callable[[], Awaitable[Any]]
     sides: dict[str, tuple[Turn, Turn | None]] = {
         # name: (the timed turn, untimed preparation before each turn)
@@ -559,10 +600,17 @@ async def part1(tmp: Path, quick: bool) -> None:
             lambda: pa_run_stream(tool_agent, short_history.pydantic_ai),
             None,
         ),
-        "ours, fresh session": (ours_fresh, None),
-        f"ours, {short}-msg session, cold": (ours_pending, copy_short),
-        f"ours, {short}-msg session, kept open": (ours_pending, copy_six_and_open),
     }
+    if "durable" in modes:
+        sides["ours, fresh session"] = (ours_fresh, None)
+        sides[f"ours, {short}-msg session, cold"] = (ours_pending, copy_short)
+        sides[f"ours, {short}-msg session, kept open"] = (ours_pending, copy_six_and_open)
+    if "memory" in modes:
+        sides["ours memory, fresh session"] = (memory_fresh, None)
+        sides[f"ours memory, {short}-msg session, kept open"] = (
+            memory_kept_open,
+            memory_six_and_open,
+        )
     samples: dict[str, list[float]] = {name: [] for name in sides}
     for name, (turn, prepare) in sides.items():  # warm-up and validation
         if prepare is not None:
@@ -615,20 +663,33 @@ async def part1(tmp: Path, quick: bool) -> None:
         (f"ours, {short}-msg session, cold", f"pydantic-ai run_stream, {short}-msg history"),
         (f"ours, {short}-msg session, kept open", f"pydantic-ai run_stream, {short}-msg history"),
         (f"ours, {short}-msg session, kept open", f"pydantic-ai run, {short}-msg history"),
+        ("ours memory, fresh session", "pydantic-ai run_stream, fresh"),
+        ("ours memory, fresh session", "pydantic-ai run, fresh"),
+        (
+            f"ours memory, {short}-msg session, kept open",
+            f"pydantic-ai run_stream, {short}-msg history",
+        ),
+        (f"ours memory, {short}-msg session, kept open", f"pydantic-ai run, {short}-msg history"),
+        ("ours memory, fresh session", "ours, fresh session"),
+        (f"ours memory, {short}-msg session, kept open", f"ours, {short}-msg session, kept open"),
     ]
     print("  ratios of medians (target ≤ 0.1×):")
     for ours, peer in pairs:
-        print(f"    {ours} / {peer} = {med[ours] / med[peer]:.2f}×")
+        if ours in med and peer in med:
+            print(f"    {ours} / {peer} = {med[ours] / med[peer]:.2f}×")
 
-    # one profile, outside the timed runs
-    await profile_turn(
-        "[1] profile of a fresh-session tool-calling turn",
-        lambda: runtime.run(
-            PROMPT, session_id=uuid.uuid4().hex, tools=[get_weather], model="fake/m1"
-        ),
-        repeat=20,
-    )
+    # one profile per mode, outside the timed runs
+    for mode, host in (("durable", runtime), ("memory", memory)):
+        if mode in modes:
+            await profile_turn(
+                f"[1] profile of a fresh-session tool-calling turn ({mode})",
+                lambda host=host: host.run(  # type: ignore[misc]
+                    PROMPT, session_id=uuid.uuid4().hex, tools=[get_weather], model="fake/m1"
+                ),
+                repeat=20,
+            )
     await runtime.aclose()
+    await memory.aclose()
 
 
 def tool_result_message() -> Any:
@@ -789,23 +850,33 @@ async def part2(tmp: Path, quick: bool) -> None:
 # --------------------------------------------------------------------------- part 3
 
 
-async def part3(tmp: Path, quick: bool) -> None:
+async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False) -> None:
     runs = 200 if quick else 1_000
     rounds = 1 if quick else 3
-    runtime = make_runtime(tmp / "p3", sleeping_stream, max_concurrent=runs)
-    model = runtime.resolve_model("fake/m1")
+    runtimes = {
+        mode: make_runtime(
+            tmp / f"p3-{mode}", sleeping_stream, max_concurrent=runs, memory=mode == "memory"
+        )
+        for mode in modes
+    }
+    model = runtimes[modes[0]].resolve_model("fake/m1")
     context = Context("", [UserMessage(content=PROMPT)], [])
 
-    async def ours_batch() -> list[Any]:
-        results: list[Any] = []
+    def ours_batch(runtime: Runtime) -> Callable[[], Awaitable[list[Any]]]:
+        async def batch() -> list[Any]:
+            results: list[Any] = []
 
-        async def one() -> None:
-            results.append(await runtime.run(PROMPT, session_id=uuid.uuid4().hex, model="fake/m1"))
+            async def one() -> None:
+                results.append(
+                    await runtime.run(PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+                )
 
-        async with anyio.create_task_group() as tg:
-            for _ in range(runs):
-                tg.start_soon(one)
-        return results
+            async with anyio.create_task_group() as tg:
+                for _ in range(runs):
+                    tg.start_soon(one)
+            return results
+
+        return batch
 
     async def direct_batch() -> list[Any]:
         results: list[Any] = []
@@ -827,19 +898,23 @@ async def part3(tmp: Path, quick: bool) -> None:
 
     # warm-up, then validation of one batch of each
     await measure(direct_batch)
-    _, _, warm = await measure(ours_batch)
-    assert all(r.ok and r.text == ANSWER_TEXT for r in warm), "a warm-up run failed"
+    for runtime in runtimes.values():
+        _, _, warm = await measure(ours_batch(runtime))
+        assert all(r.ok and r.text == ANSWER_TEXT for r in warm), "a warm-up run failed"
 
-    ours_cpu, ours_wall, base_cpu, base_wall = [], [], [], []
+    ours_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+    ours_wall: dict[str, list[float]] = {mode: [] for mode in modes}
+    base_cpu, base_wall = [], []
     for _ in range(rounds):
         cpu, wall, results = await measure(direct_batch)
         assert len(results) == runs
         base_cpu.append(cpu)
         base_wall.append(wall)
-        cpu, wall, results = await measure(ours_batch)
-        assert len(results) == runs and all(r.ok for r in results)
-        ours_cpu.append(cpu)
-        ours_wall.append(wall)
+        for mode, runtime in runtimes.items():
+            cpu, wall, results = await measure(ours_batch(runtime))
+            assert len(results) == runs and all(r.ok for r in results)
+            ours_cpu[mode].append(cpu)
+            ours_wall[mode].append(wall)
 
     # the same runs one at a time, for what concurrency adds
     sequential = runs // 10
@@ -847,35 +922,60 @@ async def part3(tmp: Path, quick: bool) -> None:
     for _ in range(sequential):
         await sleeping_stream(model, context, StreamOptions()).result()
     seq_base = time.process_time() - cpu
-    cpu = time.process_time()
-    for _ in range(sequential):
-        await runtime.run(PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
-    seq_ours = time.process_time() - cpu
-    seq_per_run = (seq_ours - seq_base) / sequential
+    seq_per_run: dict[str, float] = {}
+    for mode, runtime in runtimes.items():
+        cpu = time.process_time()
+        for _ in range(sequential):
+            await runtime.run(PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+        seq_per_run[mode] = (time.process_time() - cpu - seq_base) / sequential
 
-    per_run = (median(ours_cpu) - median(base_cpu)) / runs
+    load = os.getloadavg()
     print(
         f"\n[3] {runs:,} concurrent runs, own session each, model call = anyio.sleep(0.01), "
-        f"agent.max_concurrent = {runs}; median of {rounds} rounds"
+        f"agent.max_concurrent = {runs}; median of {rounds} interleaved rounds; "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     print(f"  {'batch':34s} {'process CPU':>12s} {'wall':>10s}")
     print(
         f"  {'stream function called directly':34s} {fmt_ms(median(base_cpu)):>12s} "
         f"{fmt_ms(median(base_wall)):>10s}"
     )
-    print(
-        f"  {'runtime.run (orchestrated)':34s} {fmt_ms(median(ours_cpu)):>12s} "
-        f"{fmt_ms(median(ours_wall)):>10s}"
-    )
-    print(
-        f"  orchestration CPU per run: {fmt_us(per_run)} = {per_run / 0.01:.1%} of the 10 ms "
-        "model call (target ≤ 5 %)"
-    )
-    print(
-        f"  for comparison, {sequential} of the same runs one at a time: {fmt_us(seq_per_run)} "
-        f"of CPU per run = {seq_per_run / 0.01:.1%}"
-    )
-    await runtime.aclose()
+    per_run: dict[str, float] = {}
+    for mode in modes:
+        label = f"runtime.run ({mode})"
+        print(
+            f"  {label:34s} {fmt_ms(median(ours_cpu[mode])):>12s} "
+            f"{fmt_ms(median(ours_wall[mode])):>10s}"
+        )
+        per_run[mode] = (median(ours_cpu[mode]) - median(base_cpu)) / runs
+    for mode in modes:
+        print(
+            f"  {mode}: orchestration CPU per run: {fmt_us(per_run[mode])} = "
+            f"{per_run[mode] / 0.01:.1%} of the 10 ms model call (target ≤ 5 %); "
+            f"{sequential} of the same runs one at a time: {fmt_us(seq_per_run[mode])} "
+            f"= {seq_per_run[mode] / 0.01:.1%}"
+        )
+    if len(modes) == 2:
+        print(
+            f"  memory / durable, CPU per run: {per_run['memory'] / per_run['durable']:.2f}× "
+            f"(rounds: "
+            + ", ".join(
+                f"{(m - b) / (d - b):.2f}"
+                for m, d, b in zip(ours_cpu["memory"], ours_cpu["durable"], base_cpu, strict=True)
+            )
+            + ")"
+        )
+    if profile:
+        for mode, runtime in runtimes.items():
+            await profile_turn(
+                f"[3] profile of one batch of {runs:,} concurrent runs ({mode}; CPU clock)",
+                ours_batch(runtime),
+                repeat=1,
+                timer=time.thread_time,
+                per=runs,
+            )
+    for runtime in runtimes.values():
+        await runtime.aclose()
 
 
 # --------------------------------------------------------------------------- profiles
@@ -897,9 +997,19 @@ _WRAPPERS = {
 }
 
 
-async def profile_turn(title: str, turn: Callable[[], Awaitable[Any]], *, repeat: int) -> None:
-    """cProfile ``repeat`` turns (worker-thread calls inline) and print the hotspots."""
-    profiler = cProfile.Profile()
+async def profile_turn(
+    title: str,
+    turn: Callable[[], Awaitable[Any]],
+    *,
+    repeat: int,
+    timer: Callable[[], float] | None = None,
+    per: int = 1,
+) -> None:
+    """cProfile ``repeat`` turns (worker-thread calls inline) and print the hotspots; with
+    ``timer`` (``time.thread_time``: CPU, not waits) and ``per`` (runs in one ``turn``, e.g. a
+    concurrent batch) the times are per run."""
+    profiler = cProfile.Profile(timer) if timer is not None else cProfile.Profile()
+    n = repeat * per
     # GC off while profiling: cProfile would charge each collection to whatever function
     # happened to allocate (the timed tables report GC time apart, in their "in GC" column)
     gc.collect()
@@ -922,7 +1032,7 @@ async def profile_turn(title: str, turn: Callable[[], Awaitable[Any]], *, repeat
     for (filename, line, name), (_, nc, tt, ct, _) in raw.items():
         entries.append((ct, tt, nc, filename, line, name))
     print(
-        f"\n  {title} (cProfile, {repeat} turn(s); ms per turn, share of the turn; "
+        f"\n  {title} (cProfile, {n} run(s); ms per run, share of the run; "
         "coroutine resumptions count as calls; pass-through frames left out; GC off)"
     )
     shown = 0
@@ -931,7 +1041,7 @@ async def profile_turn(title: str, turn: Callable[[], Awaitable[Any]], *, repeat
             continue
         where = filename.split("openclaw_runtime/")[-1]
         print(
-            f"    {ct / repeat * 1e3:8.2f} ms {ct / total:6.1%}  {nc // repeat:>6} calls  "
+            f"    {ct / n * 1e3:8.2f} ms {ct / total:6.1%}  {nc // n:>6} calls  "
             f"{where}:{line}({name})"
         )
         shown += 1
@@ -941,7 +1051,7 @@ async def profile_turn(title: str, turn: Callable[[], Awaitable[Any]], *, repeat
     for _, tt, nc, filename, line, name in sorted(entries, key=lambda e: -e[1])[:5]:
         where = filename.split("site-packages/")[-1].split("openclaw_runtime/")[-1]
         print(
-            f"    {tt / repeat * 1e3:8.2f} ms {tt / total:6.1%}  {nc // repeat:>6} calls  "
+            f"    {tt / n * 1e3:8.2f} ms {tt / total:6.1%}  {nc // n:>6} calls  "
             f"{where}:{line}({name})"
         )
 
@@ -952,18 +1062,28 @@ async def profile_turn(title: str, turn: Callable[[], Awaitable[Any]], *, repeat
 async def amain(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="agent-turn-") as name:
         tmp = Path(name)
+        modes = ours_modes(args.mode)
         if 1 in args.part:
-            await part1(tmp, args.quick)
+            await part1(tmp, args.quick, modes)
         if 2 in args.part:
             await part2(tmp, args.quick)
         if 3 in args.part:
-            await part3(tmp, args.quick)
+            await part3(tmp, args.quick, modes, args.profile)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke check, well under 30 s")
     parser.add_argument("--part", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
+    parser.add_argument(
+        "--mode",
+        choices=["durable", "memory", "both"],
+        default="durable",
+        help="our runtime in parts 1 and 3: the durable default, memory mode, or both",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="part 3: cProfile one batch per mode (CPU clock)"
+    )
     args = parser.parse_args()
     print(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "

@@ -4,14 +4,16 @@ One run: user prompt → the model calls ``read(path)`` K times, one call per mo
 each answered by the real (async) tool → the model answers with text. Both models are as
 close to free as they get (ours: a stream function pushing one precomputed ``done`` event;
 pydantic-ai: ``FunctionModel`` with an async callback, so pydantic-ai runs no tool in a
-thread). Ours runs on a fresh session (created by the run, persisted under the state dir);
-pydantic-ai's ``agent.run`` without history. Sides and K values are interleaved round by
-round; the figure is the median run time (wall, and process CPU, which other load on the
-machine disturbs less) divided by K (µs per tool-calling turn), the ratio
+thread). Ours runs on a fresh session (created by the run, persisted under the state dir;
+with ``--mode memory`` or ``both`` also, or only, in memory mode: ``Runtime(memory=True)``,
+nothing written); pydantic-ai's ``agent.run`` without history. Sides and K values are
+interleaved round by round; the figure is the median run time (wall, and process CPU, which
+other load on the machine disturbs less) divided by K (µs per tool-calling turn), the ratio
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
 Run:  .venv/bin/python benchmarks/tool_loop.py [--k 1 10 50] [--rounds 7] [--quick]
+      [--mode durable|memory|both]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -29,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from agent_turn import ANSWER, _assistant, _done, make_runtime  # type: ignore[import-not-found]
+from agent_turn import (  # type: ignore[import-not-found]
+    ANSWER,
+    _assistant,
+    _done,
+    make_runtime,
+    ours_modes,
+)
 
 from openclaw_runtime import tool
 from openclaw_runtime.llm import Context, Model, StreamOptions
@@ -99,14 +107,24 @@ def pydantic_ai_agent(k: int) -> Any:
 
 async def amain(args: argparse.Namespace) -> None:
     ks: list[int] = args.k
+    modes = ours_modes(args.mode)
     with tempfile.TemporaryDirectory(prefix="tool-loop-") as name:
-        runtimes = {k: make_runtime(Path(name) / f"k{k}", loop_stream(k)) for k in ks}
+        runtimes = {
+            (mode, k): make_runtime(
+                Path(name) / f"{mode}-k{k}", loop_stream(k), memory=mode == "memory"
+            )
+            for mode in modes
+            for k in ks
+        }
         agents = {k: pydantic_ai_agent(k) for k in ks}
 
-        async def ours(k: int) -> Any:
-            return await runtimes[k].run(
-                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
-            )
+        def ours_in(mode: str) -> Any:
+            async def ours(k: int) -> Any:
+                return await runtimes[(mode, k)].run(
+                    PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+                )
+
+            return ours
 
         from pydantic_ai.usage import UsageLimits
 
@@ -115,12 +133,19 @@ async def amain(args: argparse.Namespace) -> None:
         async def theirs(k: int) -> Any:
             return await agents[k].run(PROMPT, usage_limits=limits)
 
+        sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
+        sides.append(("pydantic-ai", theirs))
+        ours_sides = [side for side, _ in sides[:-1]]
         for k in ks:  # validation, untimed
-            result = await ours(k)
-            roles = [m.role for m in result.messages]
-            calls = roles.count("toolResult")
-            print(f"validation ours K={k}: ok={result.ok} attempts={result.attempts} tools={calls}")
-            assert result.ok and result.attempts == 1 and calls == k, roles
+            for side, fn in sides[:-1]:
+                result = await fn(k)
+                roles = [m.role for m in result.messages]
+                calls = roles.count("toolResult")
+                print(
+                    f"validation {side} K={k}: ok={result.ok} attempts={result.attempts} "
+                    f"tools={calls}"
+                )
+                assert result.ok and result.attempts == 1 and calls == k, roles
             out = await theirs(k)
             assert out.output == ANSWER.content[0].text, out.output  # type: ignore[union-attr]
             assert sum(1 for m in out.all_messages() if m.kind == "response") == k + 1
@@ -128,7 +153,7 @@ async def amain(args: argparse.Namespace) -> None:
         cpu_samples: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.rounds):
             for k in ks:
-                for side, fn in (("ours", ours), ("pydantic-ai", theirs)):
+                for side, fn in sides:
                     for _ in range(args.batch):
                         start, cpu = time.perf_counter(), time.process_time()
                         await fn(k)
@@ -143,14 +168,25 @@ async def amain(args: argparse.Namespace) -> None:
     )
     for title, data in (("wall time", samples), ("process CPU time", cpu_samples)):
         med = {key: statistics.median(xs) for key, xs in data.items()}
-        print(f"  {title}, median per run / K:")
-        print(f"  {'K':>4s} {'ours µs/turn':>14s} {'pydantic-ai µs/turn':>20s} {'ratio':>7s}")
+        print(f"  {title}, median per run / K (µs per tool-calling turn; ratio to pydantic-ai):")
+        print(f"  {'K':>4s} " + " ".join(f"{side:>22s}" for side, _ in sides))
         for k in ks:
-            ours_us, theirs_us = med[("ours", k)] / k * 1e6, med[("pydantic-ai", k)] / k * 1e6
-            print(f"  {k:>4d} {ours_us:>14,.0f} {theirs_us:>20,.0f} {ours_us / theirs_us:>6.2f}×")
+            theirs_us = med[("pydantic-ai", k)] / k * 1e6
+            cells = [
+                f"{med[(side, k)] / k * 1e6:>12,.0f} ({med[(side, k)] / k * 1e6 / theirs_us:4.2f}×)"
+                for side in ours_sides
+            ]
+            print(f"  {k:>4d} " + " ".join(f"{c:>22s}" for c in cells) + f" {theirs_us:>22,.0f}")
+        if len(ours_sides) == 2:
+            print(
+                "  memory / durable: "
+                + ", ".join(
+                    f"K={k} {med[(ours_sides[1], k)] / med[(ours_sides[0], k)]:.2f}×" for k in ks
+                )
+            )
         print("  marginal cost of one more tool call (µs), between consecutive K:")
         for low, high in itertools.pairwise(ks):
-            for side in ("ours", "pydantic-ai"):
+            for side, _ in sides:
                 extra = (med[(side, high)] - med[(side, low)]) / (high - low) * 1e6
                 print(f"    {side:12s} K {low}→{high}: {extra:,.0f} µs")
 
@@ -161,6 +197,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--batch", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smoke check: 2 rounds × 2 runs")
+    parser.add_argument(
+        "--mode",
+        choices=["durable", "memory", "both"],
+        default="durable",
+        help="our runtime's backends: the durable default, memory mode, or both interleaved",
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.batch = 2, 2
