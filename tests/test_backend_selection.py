@@ -88,7 +88,8 @@ def test_the_five_kinds_are_the_config_fields() -> None:
         "session_index",
         "session_store",
     )
-    assert tuple(BackendSettings.model_fields) == BACKEND_KINDS
+    # plus ``default``: the name every kind left unset uses
+    assert tuple(BackendSettings.model_fields) == ("default", *BACKEND_KINDS)
 
 
 def test_every_embedded_default_is_registered_by_name(runtime_factory: Any) -> None:
@@ -128,7 +129,7 @@ async def test_an_unknown_backend_name_lists_the_registered_ones(
     error = caught.value
     assert isinstance(error, ConfigurationError) and isinstance(error, LookupError)
     assert f"[backends] {kind} = 'nope'" in str(error)
-    assert "'embedded', 'recording'" in str(error)
+    assert "'embedded', 'memory', 'recording'" in str(error)
     with pytest.raises(UnknownBackendError):
         await runtime.run("hello", session_id="s1")
 

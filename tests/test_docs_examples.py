@@ -87,7 +87,7 @@ def echo_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
 CONFIG_FOR: dict[str, dict[str, Any]] = {
     "context-engines.md": {"context_engine": "recent_turns"},
     "register_context_engines": {"context_engine": "keep_everything"},
-    "register_backends": {"backends": {"lanes": "memory"}},
+    "register_backends": {"backends": {"lanes": "in-process"}},
 }
 
 

@@ -390,10 +390,10 @@ def test_hook_register_backends(runtime_factory):
     class Plugin:
         @hookimpl
         def register_backends(self, register):
-            register("lanes", "memory", lanes_factory)
+            register("lanes", "in-process", lanes_factory)
 
     runtime = runtime_factory(plugins=[("backends", Plugin())])
-    assert runtime.components.backends["lanes"].get("memory") is lanes_factory
+    assert runtime.components.backends["lanes"].get("in-process") is lanes_factory
 
     class Wrong:
         @hookimpl
