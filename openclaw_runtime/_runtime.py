@@ -117,7 +117,8 @@ class Runtime(LiveRunVerbs):
         self.plugin_manager = get_plugin_manager(
             plugins=plugins, load_entrypoints=load_entrypoints, policy=self.plugin_policy
         )
-        #: Faults and quarantines persisted for later processes (``<state_dir>/plugins``).
+        #: Faults and quarantines persisted for later processes (``<state_dir>/plugins``;
+        #: in memory mode counted in this process only).
         self.fault_record = open_fault_record(self.config)
         self.guard = PluginGuard(
             breaker_policy(settings), redact=redact_secret_text, sink=self.fault_record

@@ -210,3 +210,36 @@ async def test_a_closed_session_refuses_writes_and_paths_name_no_file() -> None:
         await session.refresh()
     with pytest.raises(TranscriptError, match="does not exist"):
         store.export_jsonl("never-made")
+
+
+@pytest.mark.anyio
+async def test_a_deleted_session_is_gone_and_its_handles_say_so() -> None:
+    store = MemorySessionStore()
+    session = await store.create("per-request", cwd="/work")
+    await session.append_message(UserMessage(content="hi", timestamp=1))
+    assert store.delete("per-request")
+    assert not store.delete("per-request")
+    assert not await store.exists("per-request")
+    assert await store.list_ids() == []
+    with pytest.raises(TranscriptError, match="deleted"):
+        await session.refresh()
+    with pytest.raises(TranscriptError, match="deleted"):
+        await session.append_message(_assistant("late"))
+    # the id is free again: a new session starts empty
+    fresh = await store.open_or_create("per-request", cwd="/work")
+    assert fresh.get_entries() == []
+
+
+@pytest.mark.anyio
+async def test_a_runtime_continues_on_a_fresh_session_after_its_kept_one_was_deleted(
+    memory_runtime: Any,
+) -> None:
+    services = memory_runtime.services
+    store = services.session_store
+    session = await services.checkout_session("kept", cwd="/work")
+    await session.append_message(UserMessage(content="before", timestamp=1))
+    await services.checkin_session(session)
+    assert store.delete("kept")
+    again = await services.checkout_session("kept", cwd="/work")
+    assert again is not session and again.get_entries() == []
+    await again.aclose()

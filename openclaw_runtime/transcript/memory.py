@@ -20,7 +20,10 @@ that list:
   transcript or the new one, never a mix).
 
 One ``threading.Lock`` per session guards the list, so handles in other threads of the
-process are safe too; nothing is shared with other processes.
+process are safe too; nothing is shared with other processes. Sessions stay until the process
+exits or ``MemorySessionStore.delete`` drops one (a service that starts a session per request
+deletes it when done); a handle of a deleted session refuses to refresh or append, as a file
+session does when its file was removed.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class _StoredSession:
 
     lines: list[bytes]
     generation: int = 0
+    removed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def state(self) -> tuple[int, int]:
@@ -97,7 +101,7 @@ class MemorySession(SessionRewriter):
         )
         self._stored = stored
 
-    def _read_external(self) -> ExternalChanges:
+    def _read_external_changes(self) -> ExternalChanges:
         """What other handles did since our last read or write: the appended lines, or the
         whole tree after a rewrite."""
         stored = self._stored
@@ -117,10 +121,12 @@ class MemorySession(SessionRewriter):
         """Take in what other handles appended or rewrote; whether anything changed."""
         if self.closed:
             raise TranscriptError(f"session {self.path.name} is closed")
+        if self._stored.removed:
+            raise TranscriptError(f"session {self.session_id} was deleted")
         if self._stored.state() == self._file_state:
             return False
         async with self._write_lock:
-            self._absorb(self._read_external())
+            self._absorb(self._read_external_changes())
         return True
 
     async def _append_durably(
@@ -129,13 +135,15 @@ class MemorySession(SessionRewriter):
         stored = self._stored
         while True:
             with stored.lock:
+                if stored.removed:
+                    raise TranscriptError(f"session {self.session_id} was deleted")
                 if stored.state() == self._file_state:
                     entry = self._new_entry(kind, payload, append_mode, parent)
                     stored.lines.append(encode_record(entry))
                     self._file_state = stored.state()
                     break
             # another handle appended (or rewrote): join its entries, then append after them
-            self._absorb(self._read_external())
+            self._absorb(self._read_external_changes())
         self._record([entry])
         return str(entry["id"])
 
@@ -153,6 +161,8 @@ class MemorySession(SessionRewriter):
             lines = [encode_record(self._tree.header), *map(encode_record, records)]
             stored = self._stored
             with stored.lock:
+                if stored.removed:
+                    raise TranscriptError(f"session {self.session_id} was deleted")
                 stored.lines = lines
                 stored.generation += 1
                 self._file_state = stored.state()
@@ -222,6 +232,18 @@ class MemorySessionStore:
             except TranscriptError:
                 pass  # created meanwhile (another thread): open that one
         return await self.open(safe)
+
+    def delete(self, session_id: str) -> bool:
+        """Forget a session (its memory is freed once no handle holds it); whether it existed.
+        Open handles of it then refuse ``refresh`` and appends with ``TranscriptError``."""
+        safe = validate_session_id(session_id)
+        with self._lock:
+            stored = self._sessions.pop(safe, None)
+        if stored is None:
+            return False
+        with stored.lock:
+            stored.removed = True
+        return True
 
     def export_jsonl(self, session_id: str) -> bytes:
         """The session as JSONL, byte-compatible with the file store's ``<id>.jsonl``."""
