@@ -81,9 +81,27 @@ def tool_lines(tools: Sequence[Tool]) -> tuple[ToolLine, ...]:
     return tuple(out)
 
 
+#: ``system_timezone``'s answers by ``$TZ`` value (a handful at most).
+_TIMEZONE_MEMO: dict[str, str] = {}
+
+
 def system_timezone() -> str:
-    """The system's IANA time zone: ``$TZ``, else ``/etc/localtime``'s target, else UTC."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    """The system's IANA time zone: ``$TZ``, else ``/etc/localtime``'s target, else UTC.
+
+    Every run asks; the answer is remembered per value of ``$TZ`` (resolving the link and
+    loading the zone each time was a measurable part of a short run), so a change of
+    ``$TZ`` is seen at once and a change of ``/etc/localtime`` at the next process start."""
+    env = os.environ.get("TZ", "")
+    known = _TIMEZONE_MEMO.get(env)
+    if known is None:
+        if len(_TIMEZONE_MEMO) >= 64:
+            _TIMEZONE_MEMO.clear()
+        known = _TIMEZONE_MEMO[env] = _resolve_system_timezone(env)
+    return known
+
+
+def _resolve_system_timezone(env: str) -> str:
+    candidates = [env.lstrip(":")]
     try:
         target = os.path.realpath("/etc/localtime")
         if "zoneinfo/" in target:
