@@ -1,11 +1,16 @@
-"""``system_timezone`` is remembered per ``$TZ`` value, and follows a change of ``$TZ``."""
+"""What a run's prompt resolves once instead of every run: ``system_timezone`` per ``$TZ``
+value (a change of ``$TZ`` is seen at once), and the built system prompt per whole context
+when no plugin section takes part."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from openclaw_runtime.prompt import plan
-from openclaw_runtime.prompt.plan import system_timezone
+from openclaw_runtime.prompt import PromptSectionOverride, plan
+from openclaw_runtime.prompt.plan import prepare_run_prompt, system_timezone
+from openclaw_runtime.prompt.settings import PromptSettings
 
 
 @pytest.mark.parametrize(
@@ -45,3 +50,52 @@ def test_an_unknown_tz_falls_back_past_it(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("TZ", "Not/AZone")
     answer = system_timezone()
     assert answer != "Not/AZone" and answer  # /etc/localtime's zone, else UTC
+
+
+# --------------------------------------------------------------------------- built prompts
+
+
+def _prepare(settings: PromptSettings, **kwargs: object) -> plan.RunPrompt:
+    return prepare_run_prompt(
+        settings, tools=[], model="p/m", now=datetime(2026, 12, 3, tzinfo=UTC), **kwargs
+    )  # type: ignore[arg-type]
+
+
+def test_runs_with_the_same_context_share_one_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    builds: list[str] = []
+    build = plan.build_agent_system_prompt
+
+    def counting(ctx: object, **kwargs: object) -> str:
+        builds.append(ctx.extra_system_prompt)  # type: ignore[attr-defined]
+        return build(ctx, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plan, "_BUILT", {})
+    monkeypatch.setattr(plan, "build_agent_system_prompt", counting)
+    monkeypatch.setenv("TZ", "UTC")
+    settings = PromptSettings()
+    first = _prepare(settings, system_prompt="Be brief.").system_prompt
+    second = _prepare(settings, system_prompt="Be brief.").system_prompt
+    assert first == second and "Be brief." in first
+    assert builds == ["Be brief."]
+    other = _prepare(settings, system_prompt="Be verbose.").system_prompt
+    assert "Be verbose." in other and builds == ["Be brief.", "Be verbose."]
+    # another model on the Runtime line is another context
+    assert "p/other" in _prepare(settings, system_prompt="Be brief.").render("p/other")
+    assert len(builds) == 3
+
+
+def test_prompts_with_plugin_sections_are_built_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def section(ctx: object) -> str:
+        calls.append(1)
+        return f"call {len(calls)}"
+
+    monkeypatch.setattr(plan, "_BUILT", {})
+    override = PromptSectionOverride("plugin_notes", section, plugin="p")
+    texts = [
+        _prepare(PromptSettings(), system_prompt="x", overrides=[override]).system_prompt
+        for _ in range(2)
+    ]
+    assert "call 1" in texts[0] and "call 2" in texts[1]  # may differ per run: not shared
+    assert plan._BUILT == {}

@@ -29,6 +29,13 @@ from .skills import Skill, SkillProblem, format_skills_for_prompt, load_skills, 
 __all__ = ["RunPrompt", "prepare_run_prompt", "system_timezone", "tool_lines"]
 
 
+#: System prompts built without plugin sections, by their whole context: the builder is a
+#: pure function of it then, and runs with the same configuration, tools, model and day
+#: (every run of a service, mostly) share one build instead of one each.
+_BUILT: dict[PromptContext, str] = {}
+_BUILT_MAX = 256
+
+
 @dataclass(frozen=True, slots=True)
 class RunPrompt:
     """One run's prompt facts: ``render(model)`` gives the system prompt for an attempt."""
@@ -59,8 +66,14 @@ class RunPrompt:
             ctx = replace(ctx, runtime=replace(ctx.runtime, model=model_key))
         if key[1] is not None:
             ctx = replace(ctx, tools=key[1])
-        text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
-        text = resolve_attempt_base_prompt((ctx.runtime.model or "").split("/", 1)[0], text)
+        text = _BUILT.get(ctx) if not self.overrides else None
+        if text is None:
+            text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+            text = resolve_attempt_base_prompt((ctx.runtime.model or "").split("/", 1)[0], text)
+            if not self.overrides:
+                if len(_BUILT) >= _BUILT_MAX:
+                    _BUILT.clear()
+                _BUILT[ctx] = text
         self._rendered[key] = text
         return text
 
