@@ -144,7 +144,7 @@ def _runtime_info(
         python=platform.python_version(),
         model=model,
         default_model=default_model,
-        shell=Path(shell).name if shell else None,
+        shell=os.path.basename(shell.rstrip("/")) if shell else None,
         thinking=thinking,
     )
 
@@ -201,7 +201,8 @@ def prepare_run_prompt(
     context = PromptContext(
         prompt_mode=mode,
         tools=tool_lines(tools),
-        skills_prompt=format_skills_for_prompt(skills, home=Path.home()),
+        # the home directory only shortens skill paths: not looked up when there are none
+        skills_prompt=format_skills_for_prompt(skills, home=Path.home()) if skills else "",
         workspace_dir=str(workspace) if workspace is not None else None,
         sandbox=SandboxInfo(box.enabled, box.workspace, box.access, box.mount, box.elevated)
         if box is not None
