@@ -338,8 +338,11 @@ class FileLanes:
             try:
                 yield lease
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self._release(lane, claimant.id)
+                # usually the record's lock is free: released right here, synchronously (no
+                # shielded scope needed for code that cannot be cancelled)
+                if not self.store.release(lane, claimant.id, 0):
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(self.store.release, lane, claimant.id)
 
     async def _release(self, lane: str, claim_id: str) -> None:
         # usually nobody else holds the record's lock: a small read and write right here
