@@ -432,7 +432,8 @@ class Runtime(LiveRunVerbs):
         Keyword options are ``RunRequest`` fields (``RunOptions``: ``session_id``,
         ``session_key``, ``model``, ``tools``, ``trigger``, ``timeout_s`` ...), or pass a
         ``request``; an unknown option is a ``TypeError`` naming it. ``on_event`` receives
-        every run, fallback and agent event.
+        every run, fallback and agent event (only the kinds named in its ``event_kinds``
+        attribute, when it has one: docs/runs.md, "Events").
         """
         reject_unknown_options("runtime.run()", options, RUN_OPTION_NAMES)
         if request is None:

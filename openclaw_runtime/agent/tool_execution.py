@@ -349,9 +349,12 @@ async def _parallel(
         await batch.end_event(done)
         results[index] = done
 
-    async with anyio.create_task_group() as tg:
-        for index, slot in enumerate(slots):
-            if isinstance(slot, _Prepared):
+    runnable = [(index, slot) for index, slot in enumerate(slots) if isinstance(slot, _Prepared)]
+    if len(runnable) == 1:  # nothing to run beside it: no task group, no task
+        await run_one(*runnable[0])
+    elif runnable:
+        async with anyio.create_task_group() as tg:
+            for index, slot in runnable:
                 tg.start_soon(run_one, index, slot)
     finalized = [done for done in results if done is not None]
     # result messages follow the assistant's call order, whatever order the tools finished in

@@ -29,6 +29,13 @@ from .skills import Skill, SkillProblem, format_skills_for_prompt, load_skills, 
 __all__ = ["RunPrompt", "prepare_run_prompt", "system_timezone", "tool_lines"]
 
 
+#: System prompts built without plugin sections, by their whole context: the builder is a
+#: pure function of it then, and runs with the same configuration, tools, model and day
+#: (every run of a service, mostly) share one build instead of one each.
+_BUILT: dict[PromptContext, str] = {}
+_BUILT_MAX = 256
+
+
 @dataclass(frozen=True, slots=True)
 class RunPrompt:
     """One run's prompt facts: ``render(model)`` gives the system prompt for an attempt."""
@@ -59,8 +66,14 @@ class RunPrompt:
             ctx = replace(ctx, runtime=replace(ctx.runtime, model=model_key))
         if key[1] is not None:
             ctx = replace(ctx, tools=key[1])
-        text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
-        text = resolve_attempt_base_prompt((ctx.runtime.model or "").split("/", 1)[0], text)
+        text = _BUILT.get(ctx) if not self.overrides else None
+        if text is None:
+            text = build_agent_system_prompt(ctx, overrides=self.overrides, on_error=self.on_error)
+            text = resolve_attempt_base_prompt((ctx.runtime.model or "").split("/", 1)[0], text)
+            if not self.overrides:
+                if len(_BUILT) >= _BUILT_MAX:
+                    _BUILT.clear()
+                _BUILT[ctx] = text
         self._rendered[key] = text
         return text
 
@@ -81,9 +94,27 @@ def tool_lines(tools: Sequence[Tool]) -> tuple[ToolLine, ...]:
     return tuple(out)
 
 
+#: ``system_timezone``'s answers by ``$TZ`` value (a handful at most).
+_TIMEZONE_MEMO: dict[str, str] = {}
+
+
 def system_timezone() -> str:
-    """The system's IANA time zone: ``$TZ``, else ``/etc/localtime``'s target, else UTC."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    """The system's IANA time zone: ``$TZ``, else ``/etc/localtime``'s target, else UTC.
+
+    Every run asks; the answer is remembered per value of ``$TZ`` (resolving the link and
+    loading the zone each time was a measurable part of a short run), so a change of
+    ``$TZ`` is seen at once and a change of ``/etc/localtime`` at the next process start."""
+    env = os.environ.get("TZ", "")
+    known = _TIMEZONE_MEMO.get(env)
+    if known is None:
+        if len(_TIMEZONE_MEMO) >= 64:
+            _TIMEZONE_MEMO.clear()
+        known = _TIMEZONE_MEMO[env] = _resolve_system_timezone(env)
+    return known
+
+
+def _resolve_system_timezone(env: str) -> str:
+    candidates = [env.lstrip(":")]
     try:
         target = os.path.realpath("/etc/localtime")
         if "zoneinfo/" in target:
@@ -113,7 +144,7 @@ def _runtime_info(
         python=platform.python_version(),
         model=model,
         default_model=default_model,
-        shell=Path(shell).name if shell else None,
+        shell=os.path.basename(shell.rstrip("/")) if shell else None,
         thinking=thinking,
     )
 
@@ -170,7 +201,8 @@ def prepare_run_prompt(
     context = PromptContext(
         prompt_mode=mode,
         tools=tool_lines(tools),
-        skills_prompt=format_skills_for_prompt(skills, home=Path.home()),
+        # the home directory only shortens skill paths: not looked up when there are none
+        skills_prompt=format_skills_for_prompt(skills, home=Path.home()) if skills else "",
         workspace_dir=str(workspace) if workspace is not None else None,
         sandbox=SandboxInfo(box.enabled, box.workspace, box.access, box.mount, box.elevated)
         if box is not None

@@ -105,17 +105,18 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
             return None
         if api_key:
             run.api_keys[model.provider] = api_key
-        await run.emit(
-            AttemptStart(
-                attempt=attempt_no,
-                provider=model.provider,
-                model=model.id,
-                auth_profile_id=auth.current,
-                thinking_level=self.thinking,
-                mode=plan.mode,
-                additions=names,
+        if run.wants(AttemptStart.type):
+            await run.emit(
+                AttemptStart(
+                    attempt=attempt_no,
+                    provider=model.provider,
+                    model=model.id,
+                    auth_profile_id=auth.current,
+                    thinking_level=self.thinking,
+                    mode=plan.mode,
+                    additions=names,
+                )
             )
-        )
         live = run.live
         if live is not None:
             live.stopped, live.streaming = False, True
@@ -198,26 +199,27 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
         attempt_no = run.total_attempts
         assistant = outcome.assistant
         failure = self._classify(outcome)
-        await run.emit(
-            AttemptEnd(
-                attempt=attempt_no,
-                provider=model.provider,
-                model=model.id,
-                auth_profile_id=self.auth.current,
-                stop_reason=assistant.stop_reason if assistant is not None else None,
-                duration_ms=outcome.duration_ms,
-                error=None
-                if (failure.error_text or outcome.refused) is None
-                else redact_secret_text(failure.error_text or outcome.refused or ""),
-                failover_reason="context_overflow"
-                if failure.overflow
-                else reason_text(failure.reason),
-                status=failure.status,
-                timed_out=outcome.timed_out,
-                idle_timed_out=outcome.idle_timed_out,
-                compactions=outcome.compactions,
+        if run.wants(AttemptEnd.type):
+            await run.emit(
+                AttemptEnd(
+                    attempt=attempt_no,
+                    provider=model.provider,
+                    model=model.id,
+                    auth_profile_id=self.auth.current,
+                    stop_reason=assistant.stop_reason if assistant is not None else None,
+                    duration_ms=outcome.duration_ms,
+                    error=None
+                    if (failure.error_text or outcome.refused) is None
+                    else redact_secret_text(failure.error_text or outcome.refused or ""),
+                    failover_reason="context_overflow"
+                    if failure.overflow
+                    else reason_text(failure.reason),
+                    status=failure.status,
+                    timed_out=outcome.timed_out,
+                    idle_timed_out=outcome.idle_timed_out,
+                    compactions=outcome.compactions,
+                )
             )
-        )
         if outcome.externally_aborted:
             return self.result(
                 "aborted",

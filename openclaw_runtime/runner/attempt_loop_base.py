@@ -171,6 +171,7 @@ class CandidateLoopBase:
 
     async def decide(self, attempt: int, action: str, reason: object, why: str) -> None:
         """Emit what the loop decided and why."""
-        await self.run.emit(AttemptDecision(attempt, action, reason_text(reason), why))
+        if self.run.wants(AttemptDecision.type):
+            await self.run.emit(AttemptDecision(attempt, action, reason_text(reason), why))
 
     # the loop ---------------------------------------------------------------------------------

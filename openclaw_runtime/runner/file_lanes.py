@@ -6,8 +6,9 @@ So a **session lane** (``session:<key>``) is held in two steps:
 
 1. the in-process queue (``InProcessLanes``): priority and first-come order among this
    process's runs, lease timeout, progress heartbeat;
-2. then the lane's shared record ``<state_dir>/lanes/<sha256 of the lane>.json``, changed only
-   under the OS file lock ``<that file>.lock`` (``filelock``: ``flock`` on POSIX). The record
+2. then the lane's shared record ``<state_dir>/lanes/<sha256 of the lane>.json``, read and
+   changed only under the OS file lock ``<that file>.lock`` (``flock`` on POSIX; a first
+   record is written straight into its new file, later ones replace it atomically). The record
    lists the holder (pid, host, started, last beat) and the waiters of every process in
    arrival order; a waiter polls it (5 ms growing to 100 ms, in a worker thread, so the event
    loop never blocks) until it is first in line and the lane is free.
@@ -90,6 +91,30 @@ def _lane_file_name(lane: str) -> str:
     return hashlib.sha256(lane.encode("utf-8")).hexdigest()[:32] + ".json"
 
 
+def create_record(path: Path, data: bytes) -> bool:
+    """Write a lane's first record straight into a new file (held under the record's lock).
+
+    A record that did not exist needs no temporary file and rename: every reader holds the
+    lock, and a writer killed half-way leaves a damaged record that the next reader sets
+    aside as empty — the state before it, since the record did not exist. ``False`` when a
+    file is there after all (the caller replaces it atomically instead)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        with suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+    return True
+
+
 def _parse_state(data: bytes) -> FileLaneState:
     try:
         raw = orjson.loads(data)
@@ -135,11 +160,19 @@ class FileLaneStore:
             with suppress(FileNotFoundError):
                 path.unlink()
             return
-        atomic_write(path, orjson.dumps({"lane": lane, **after.to_dict()}), tag="lane", fsync=False)
+        data = orjson.dumps({"lane": lane, **after.to_dict()})
+        if before.empty and create_record(path, data):
+            return
+        atomic_write(path, data, tag="lane", fsync=False)
 
     def read(self, lane: str) -> FileLaneState:
-        """The current record (no lock: writes replace the file atomically)."""
-        return self._read(self.path(lane))
+        """The current record, read under its lock (a record is created in place, so a
+        reader without the lock could find it half written)."""
+        path = self.path(lane)
+        if not path.exists():
+            return FileLaneState()
+        with self._lock(path, -1):
+            return self._read(path)
 
     def step(
         self,
@@ -305,8 +338,11 @@ class FileLanes:
             try:
                 yield lease
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self._release(lane, claimant.id)
+                # usually the record's lock is free: released right here, synchronously (no
+                # shielded scope needed for code that cannot be cancelled)
+                if not self.store.release(lane, claimant.id, 0):
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(self.store.release, lane, claimant.id)
 
     async def _release(self, lane: str, claim_id: str) -> None:
         # usually nobody else holds the record's lock: a small read and write right here

@@ -10,6 +10,13 @@ On disk, in ``<steering dir>/live/``: ``<session>.owner`` (the owning pid and ru
 ``<session>.inbox.jsonl`` (one message a line) and ``<session>.lock`` (a file lock around
 every change). Checking for messages costs one ``stat`` while the inbox is empty. Text is
 redacted before it is written, like everything the steering store keeps.
+
+The lock file is made by the first process that pushes (a pusher creates it before it reads
+the owner file), not by every run: while it does not exist, nobody has pushed, so the owner
+writes and removes its owner file without it (``open_sync``/``close_sync``; after removing the
+owner file it looks again, and drains under the lock if a pusher came meanwhile). A fresh
+session's run thus creates one file here (the owner file), not two. Runs of one session do
+not overlap (its session lane), so the owner file has one writer at a time.
 """
 
 from __future__ import annotations
@@ -77,19 +84,32 @@ class FileLiveInbox:
                 f"timed out after {self.lock_timeout}s waiting for {str(lock)!r}"
             ) from None
         except OSError as exc:
-            raise SteeringStoreError(
-                f"cannot use the live-message inbox in {str(self.directory)!r}: {exc.strerror}"
-            ) from None
+            raise self._unusable(exc) from None
+
+    def _unusable(self, exc: OSError) -> SteeringStoreError:
+        return SteeringStoreError(
+            f"cannot use the live-message inbox in {str(self.directory)!r}: {exc.strerror}"
+        )
 
     # the owner ---------------------------------------------------------------------------------
 
     def open_sync(self, session_id: str, run_id: str, *, timeout: float | None = None) -> None:
-        """This process's run of ``session_id`` owns the inbox from now on."""
+        """This process's run of ``session_id`` owns the inbox from now on (under the lock
+        once a pusher made one; module docstring)."""
+        data = orjson.dumps({"pid": os.getpid(), "runId": run_id})
 
         def apply(owner: Path, _inbox: Path) -> None:
-            owner.write_bytes(orjson.dumps({"pid": os.getpid(), "runId": run_id}))
+            owner.write_bytes(data)
 
-        self._locked(session_id, apply, timeout=timeout)
+        owner, _inbox, lock = self._paths(session_id)
+        if lock.exists():
+            self._locked(session_id, apply, timeout=timeout)
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            apply(owner, _inbox)
+        except OSError as exc:
+            raise self._unusable(exc) from None
 
     def take_sync(self, session_id: str) -> list[LiveMessage]:
         """The messages that arrived, oldest first (emptying the inbox)."""
@@ -108,14 +128,32 @@ class FileLiveInbox:
         """The run ended: give the inbox up (if this run still owns it); returns what arrived
         after the last drain."""
 
-        def apply(owner: Path, inbox: Path) -> list[LiveMessage]:
+        def give_up(owner: Path) -> bool:
             current = _read_owner(owner)
             if current is not None and current.get("runId") != run_id:
-                return []  # a later run took it over
+                return False  # a later run took it over
             with contextlib.suppress(FileNotFoundError):
                 owner.unlink()
-            return _read_and_remove(inbox)
+            return True
 
+        def apply(owner: Path, inbox: Path) -> list[LiveMessage]:
+            return _read_and_remove(inbox) if give_up(owner) else []
+
+        owner, _inbox, lock = self._paths(session_id)
+        if not lock.exists():
+            try:
+                if not give_up(owner):  # nobody pushed: nothing to drain
+                    return []
+            except OSError as exc:
+                raise self._unusable(exc) from None
+            if not lock.exists():
+                return []  # a pusher that locks from now on finds no owner and refuses
+            # a pusher came meanwhile: what it appended is drained under the lock
+
+            def drain(_owner: Path, inbox: Path) -> list[LiveMessage]:
+                return _read_and_remove(inbox)
+
+            return cast("list[LiveMessage]", self._locked(session_id, drain, timeout=timeout))
         return cast("list[LiveMessage]", self._locked(session_id, apply, timeout=timeout))
 
     # everyone else -----------------------------------------------------------------------------
@@ -177,9 +215,13 @@ class FileLiveInbox:
 
 def _read_owner(path: Path) -> dict[str, Any] | None:
     try:
-        value = orjson.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
+    if not data:
+        return None  # an owner writing its file this instant: not (yet) owned
+    try:
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         logger.warning("ignoring a damaged live-inbox owner file %s", path.name)
         return None

@@ -201,17 +201,18 @@ class _Run(RunState):
             except PluginBackendError as exc:
                 failed = exc
         request = self.request
-        await self.emit(
-            RunStart(
-                run_id=self.run_id,
-                session_id=self.session_id,
-                session_key=self.session_key,
-                provider=self.model.provider,
-                model=self.model.id,
-                trigger=request.trigger,
-                thinking_level=self.thinking_level,
+        if self.wants(RunStart.type):
+            await self.emit(
+                RunStart(
+                    run_id=self.run_id,
+                    session_id=self.session_id,
+                    session_key=self.session_key,
+                    provider=self.model.provider,
+                    model=self.model.id,
+                    trigger=request.trigger,
+                    thinking_level=self.thinking_level,
+                )
             )
-        )
         result: RunResult | None = None
         try:
             if failed is not None:
@@ -253,7 +254,7 @@ class _Run(RunState):
                 raise
             result = after_backend_error(self, failed, self.reached)
         finally:
-            if result is None:
+            if result is None and self.wants(RunEnd.type):
                 # an exception escaped (a bug or bad input): still close the lifecycle
                 with anyio.CancelScope(shield=True):
                     await self.emit(
@@ -266,16 +267,17 @@ class _Run(RunState):
                         )
                     )
         await self.report_faults()
-        await self.emit(
-            RunEnd(
-                run_id=self.run_id,
-                outcome=result.outcome.to_dict(),
-                attempts=result.attempts,
-                provider=result.provider,
-                model=result.model,
-                error=None if result.error is None else result.error.to_dict(),
+        if self.wants(RunEnd.type):
+            await self.emit(
+                RunEnd(
+                    run_id=self.run_id,
+                    outcome=result.outcome.to_dict(),
+                    attempts=result.attempts,
+                    provider=result.provider,
+                    model=result.model,
+                    error=None if result.error is None else result.error.to_dict(),
+                )
             )
-        )
         return result
 
     def _cron_reply_claim(self) -> RunResult | None:
@@ -310,19 +312,28 @@ class _Run(RunState):
         await services.wait_for_session_maintenance(self.session_id)
         for fault in services.take_maintenance_faults(self.session_id):
             self._on_plugin_fault(fault)  # raised in the background: reported on this run
-        await self.emit(LaneWait(session_lane, "session", priority))
+        waits, acquires = self.wants(LaneWait.type), self.wants(LaneAcquired.type)
+        if waits:
+            await self.emit(LaneWait(session_lane, "session", priority))
         async with lanes.hold(
             session_lane, capacity=1, priority=priority, timeout_s=lane_timeout_s
         ) as session_lease:
-            await self.emit(LaneAcquired(session_lane, "session", session_lease.waited_s * 1000))
-            await self.emit(LaneWait(global_lane, "global", priority))
+            if acquires:
+                await self.emit(
+                    LaneAcquired(session_lane, "session", session_lease.waited_s * 1000)
+                )
+            if waits:
+                await self.emit(LaneWait(global_lane, "global", priority))
             async with lanes.hold(
                 global_lane,
                 capacity=self.config.agent.max_concurrent,
                 priority=priority,
                 timeout_s=lane_timeout_s,
             ) as global_lease:
-                await self.emit(LaneAcquired(global_lane, "global", global_lease.waited_s * 1000))
+                if acquires:
+                    await self.emit(
+                        LaneAcquired(global_lane, "global", global_lease.waited_s * 1000)
+                    )
                 self.heartbeats = [session_lease.heartbeat, global_lease.heartbeat]
                 try:
                     return await self._with_session()

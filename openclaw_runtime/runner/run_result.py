@@ -105,7 +105,40 @@ def classify_candidate_result(
 
 
 def success_payloads(run: RunState, result: CandidateResult) -> list[ReplyPayload]:
-    """The reply payloads of a candidate that answered, from the run's messages."""
+    """The reply payloads of a candidate that answered, from the run's messages.
+
+    Asked up to three times at the end of a run (the turn's payload count, the fallback
+    classification, the final result) over the same state: the payloads are remembered on
+    the run (``RunState.payload_memo``) under what they are built from — the session and its
+    leaf, the answering message, the run's entries, the messaging sends, the thinking level —
+    and built again only when one of those changed."""
+    session = run.session
+    sent = tuple(run.reply_observer.tracker.sent_texts)
+    key = (
+        session,
+        None if session is None else session.get_leaf_id(),
+        result.assistant,
+        len(run.run_entry_ids),
+        sent,
+        run.thinking_level,
+    )
+    memo = run.payload_memo
+    if memo is None or not _same_payload_key(memo[0], key):
+        memo = run.payload_memo = (key, _build_success_payloads(run, result, sent))
+    payloads = list(memo[1])
+    if not payloads and result.incomplete_text:
+        payloads = [ReplyPayload(text=result.incomplete_text, is_error=True)]
+    return payloads
+
+
+def _same_payload_key(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    # objects by identity (a session or message equal to another is still another one)
+    return old[0] is new[0] and old[2] is new[2] and old[1] == new[1] and old[3:] == new[3:]
+
+
+def _build_success_payloads(
+    run: RunState, result: CandidateResult, sent: tuple[str, ...]
+) -> list[ReplyPayload]:
     messages = run.run_messages()
     facts = collect_attempt_facts(messages)
     verbose = verbose_mode_for(run.request, run.config.agent.reply)
@@ -121,14 +154,9 @@ def success_payloads(run: RunState, result: CandidateResult) -> list[ReplyPayloa
         session_key=run.session_key or "",
         is_cron_trigger=run.request.trigger == "cron",
         thinking_level=run.thinking_level,
-        messaging_tool_sent_texts=[
-            *run.request.messaging_tool_sent_texts,
-            *run.reply_observer.tracker.sent_texts,
-        ],
+        messaging_tool_sent_texts=[*run.request.messaging_tool_sent_texts, *sent],
         current_message_id=run.request.current_message_id,
     )
-    if not payloads and result.incomplete_text:
-        payloads = [ReplyPayload(text=result.incomplete_text, is_error=True)]
     return payloads
 
 

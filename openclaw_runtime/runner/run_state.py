@@ -38,6 +38,7 @@ from .compaction_lifecycle import (
     follow_compaction_successor,
     wants_deferred_budget_compaction,
 )
+from .event_kinds import ALL_EVENT_KINDS, wanted_event_kinds
 from .events import (
     CompactionEnd,
     CompactionStart,
@@ -111,6 +112,12 @@ class RunState:
         self.prompt_message: Any = None
         self.classify = hook_classifier(self.hooks)
         self.observes = self.hooks.observes_events
+        #: the event kinds someone listens to (``event_kinds``): the rest is not handed out
+        self.wanted_kinds = (
+            ALL_EVENT_KINDS
+            if self.observes
+            else wanted_event_kinds(() if on_event is None else (on_event,))
+        )
         self.task_group: anyio.abc.TaskGroup | None = None
         self.fallback_configured = False
         self.api_keys: dict[str, str] = {}
@@ -132,6 +139,8 @@ class RunState:
         self.faults: list[PluginFault] = []
         self._unreported: list[PluginFault] = []
         self._reporting = False
+        #: ``run_result.success_payloads``' last answer and what it was built from
+        self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
 
     # events -------------------------------------------------------------------------------
 
@@ -157,11 +166,16 @@ class RunState:
         finally:
             self._reporting = False
 
+    def wants(self, kind: str) -> bool:
+        """Does a listener want events of ``kind``? (Else the runner need not build one.)"""
+        return kind in self.wanted_kinds
+
     async def emit(self, event: Event) -> None:
-        """To the caller's callback and the plugins' ``on_agent_event``, followed by any
-        plugin faults raised since the last event."""
+        """To the caller's callback and the plugins' ``on_agent_event`` (when one of them
+        wants its kind), followed by any plugin faults raised since the last event."""
         await self.reply_observer.observe(event)
-        await self._dispatch(event)
+        if event.type in self.wanted_kinds:
+            await self._dispatch(event)
         if self._unreported and event.type != "run_end":
             await self.report_faults()
 
@@ -169,6 +183,8 @@ class RunState:
         """To the caller's callback and the plugins' ``on_agent_event``; an observer that
         raises is skipped (the guard records it; it must not change the run). Run-level events
         are redacted here (streamed deltas are not: their error texts are masked at the source)."""
+        if event.type not in self.wanted_kinds:
+            return
         event = redact_event(event)
         callback = self.on_event
         if callback is not None:
