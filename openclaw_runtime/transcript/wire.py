@@ -69,7 +69,7 @@ def wget(obj: Any, key: str, default: Any = None) -> Any:
     if mapping is None:
         if not isinstance(obj, BaseModel):
             return default
-        mapping = _MODEL_ALIASES[cls] = _alias_map(cls)
+        mapping = _MODEL_ALIASES[cls] = _alias_map(type(obj))
     attr = mapping.get(key)
     if attr is not None:
         value = getattr(obj, attr)
