@@ -32,13 +32,20 @@ an earlier assistant turn of the same tool loop, the compaction stamp, a user-fi
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
 from .policy import TranscriptPolicy
-from .sanitize import BUILTIN_SANITIZERS, OnError, _as_spec, run_transcript_sanitizers
+from .sanitize import (
+    BUILTIN_SANITIZERS,
+    OnError,
+    SanitizerSpec,
+    _as_spec,
+    run_transcript_sanitizers,
+)
 from .tool_calls import extract_tool_calls_from_assistant, extract_tool_result_id
 from .wire import role_of, wget
 
@@ -198,11 +205,7 @@ def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
 
 def _extends(cached: Sequence[Any], messages: Sequence[Any]) -> bool:
     """``messages`` is ``cached`` (the same objects) plus at least one more message."""
-    return (
-        bool(cached)
-        and len(messages) > len(cached)
-        and all(a is b for a, b in zip(cached, messages, strict=False))
-    )
+    return bool(cached) and len(messages) > len(cached) and all(map(operator.is_, cached, messages))
 
 
 @dataclass(slots=True)
@@ -224,6 +227,7 @@ class IncrementalSanitizer:
         self._inputs: list[Any] = []
         self._outputs: list[Any] = []
         self._loop: _LoopCache | None = None
+        self._seen_sanitizers: tuple[list[Any], list[SanitizerSpec], bool] | None = None
 
     def run(
         self,
@@ -235,8 +239,8 @@ class IncrementalSanitizer:
         full: Callable[..., list[Any]] = run_transcript_sanitizers,
     ) -> list[Any]:
         """Same result as ``run_transcript_sanitizers(messages, policy, sanitizers)``."""
-        specs = [_as_spec(item) for item in sanitizers]
-        if any(spec.fn not in _BUILTIN_FNS for spec in specs):
+        specs, builtin_only = self._specs_of(sanitizers)
+        if not builtin_only:
             return full(messages, policy, sanitizers, on_error=on_error)
         key = (policy, tuple((spec.name, spec.order) for spec in specs))
         loop = self._loop
@@ -274,6 +278,22 @@ class IncrementalSanitizer:
         elif messages and role_of(messages[0]) == "user":
             self._open_loop(key, messages, out, 0, 0)  # the session's first turn
         return out
+
+    def _specs_of(self, sanitizers: Sequence[Any]) -> tuple[list[SanitizerSpec], bool]:
+        """The stages as specs and whether all are built-in; worked out again only when the
+        sanitizers are other objects than at the previous call (an attempt passes the same
+        ones before every request)."""
+        seen = self._seen_sanitizers
+        if (
+            seen is not None
+            and len(seen[0]) == len(sanitizers)
+            and all(map(operator.is_, seen[0], sanitizers))
+        ):
+            return seen[1], seen[2]
+        specs = [_as_spec(item) for item in sanitizers]
+        builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
+        self._seen_sanitizers = (list(sanitizers), specs, builtin_only)
+        return specs, builtin_only
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
