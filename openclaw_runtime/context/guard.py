@@ -41,7 +41,12 @@ from .preemptive import (
     should_preemptively_compact_before_prompt,
 )
 from .projection import ToolResultProjectionState
-from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
+from .tokens import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    TokenEstimator,
+    estimate_boundary_token_pressure_from_history,
+    estimate_message_token_pressure,
+)
 from .truncation import (
     format_context_limit_truncation_notice,
     truncate_tool_result_message,
@@ -384,6 +389,31 @@ class ProjectionMemo:
         self._last = None
 
 
+class _HistoryTokens:
+    """The default estimator for the mid-turn precheck, with the history's token sum kept
+    across the requests of an attempt: a request that resends the previous one's messages
+    and adds some only measures what was added (the sum is the same integer either way)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._tokens = 0
+
+    def __call__(
+        self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
+    ) -> int:
+        seen = self._messages
+        if _starts_with(messages, seen):
+            added = messages[len(seen) :]
+            self._tokens += sum(estimate_message_token_pressure(m) for m in added)
+            seen.extend(added)
+        else:
+            self._messages = list(messages)
+            self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
+        return estimate_boundary_token_pressure_from_history(
+            self._tokens, system_prompt=system_prompt, prompt=prompt
+        )
+
+
 def _starts_with(items: Sequence[Any], prefix: list[Any]) -> bool:
     """``items`` begins with the very objects of ``prefix``, in order."""
     return len(items) >= len(prefix) and all(map(operator.is_, prefix, items))
@@ -416,6 +446,11 @@ class ToolResultContextGuard:
         )
         self.mid_turn_precheck = mid_turn_precheck
         self.estimator = estimator
+        #: what the precheck measures a request that fits with (the default estimate, kept
+        #: up to date across requests) unless an estimator was given
+        self._fits_estimator: TokenEstimator = (
+            estimator if estimator is not None else _HistoryTokens()
+        )
         self.inner = inner
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
@@ -466,7 +501,7 @@ class ToolResultContextGuard:
                 context_token_budget=options.context_token_budget,
                 reserve_tokens=options.resolve_reserve_tokens(),
                 system_prompt=system_prompt,
-                estimator=self.estimator,
+                estimator=self._fits_estimator,
             ):
                 self._last_seen_length = len(context_messages)
                 return
