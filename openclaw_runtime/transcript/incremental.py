@@ -247,9 +247,7 @@ class IncrementalSanitizer:
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
             if all(role_of(m) in _LOOP_ROLES for m in messages[start:]):
-                ran = full(
-                    [*loop.context, *messages[start:]], policy, sanitizers, on_error=on_error
-                )
+                ran = full([*loop.context, *messages[start:]], policy, specs, on_error=on_error)
                 position = _position(ran, messages[start])
                 if position is not None:
                     out = [*loop.outputs, *ran[position:]]
@@ -261,7 +259,8 @@ class IncrementalSanitizer:
         if key == self._key and _extends(self._inputs, messages):
             start = len(self._inputs)
             head = self._outputs
-        tail = full(list(messages[start:]), policy, sanitizers, on_error=on_error)
+        # the stages as specs (worked out once): the same stages, names, orders and plugins
+        tail = full(list(messages[start:]), policy, specs, on_error=on_error)
         out = [*head, *tail]
         boundary = find_stable_boundary(messages, start)
         if boundary > start:
