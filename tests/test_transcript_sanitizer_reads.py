@@ -9,6 +9,8 @@ no longer offered, answered and unanswered, are in play) in both representations
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from typing import Any
 
 import pytest
@@ -17,12 +19,14 @@ from openclaw_runtime.messages import (
     AssistantMessage,
     OpaqueMessage,
     TextContent,
+    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
 from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
+from openclaw_runtime.transcript.policy import should_allow_provider_owned_thinking_replay
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
 from openclaw_runtime.transcript.wire import wget
 from tests.test_transcript_incremental import ToolLoopHistory, dumped
@@ -177,3 +181,82 @@ def test_a_changed_sanitizer_list_is_noticed_even_as_the_same_list_object() -> N
     assert [m.content for m in got if m.role == "user"] != ["SHOUTED"]
     expected = run_transcript_sanitizers(list(history.messages), policy, BUILTIN_SANITIZERS)
     assert dumped(got) == dumped(expected)
+
+
+SIGNED_REPLAY = dataclasses.replace(
+    resolve_transcript_policy(
+        "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
+    ),
+    drop_thinking_blocks=False,  # signed thinking turns are replayed byte for byte
+)
+
+
+def signed(*blocks: Any, stop: str = "toolUse") -> AssistantMessage:
+    thinking = ThinkingContent(thinking="plan", thinking_signature="sig")
+    return AssistantMessage(
+        content=[thinking, *blocks],
+        stop_reason=stop,  # type: ignore[arg-type]
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4",
+        timestamp=10,
+    )
+
+
+def result(call_id: str) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call_id, tool_name="read", content=[TextContent(text="ok")], timestamp=11
+    )
+
+
+def test_a_call_id_reused_from_the_cached_part_is_sanitized_as_in_full() -> None:
+    """A signed turn reusing an earlier call's id with its result displaced is dropped by the
+    full pipeline; the caches must not keep it because the earlier turn is out of their view."""
+    assert should_allow_provider_owned_thinking_replay(SIGNED_REPLAY)
+    calls = [ToolCall(id=f"c{n}", name="read", arguments={"n": n}) for n in range(5)]
+    messages: list[Any] = [UserMessage(content="go", timestamp=1)]
+    incremental = IncrementalSanitizer()
+    for call in calls[1:4]:
+        messages += [signed(call), result(call.id)]
+        incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    assert incremental._loop is not None  # the tool-loop cache is in use
+    reused = ToolCall(id="c2", name="read", arguments={"n": 2})
+    messages += [signed(reused), signed(TextContent(text="hm"), stop="stop"), result("c2")]
+    expected = run_transcript_sanitizers(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    got = incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    assert dumped(got) == dumped(expected)
+    assert len(expected) < len(messages)  # the full pipeline did drop the reusing turn
+    # the same across a user-message boundary (the stable cache), in a later turn
+    messages += [UserMessage(content="again", timestamp=20), signed(calls[4]), result("c4")]
+    incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    messages += [UserMessage(content="more", timestamp=30), signed(TextContent(text="ok"))]
+    incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    assert incremental._inputs  # the stable cache is in use
+    late = ToolCall(id="c1", name="read", arguments={"n": 1})
+    messages += [
+        UserMessage(content="last", timestamp=40),
+        signed(late),
+        signed(TextContent(text="hm"), stop="stop"),
+        result("c1"),
+    ]
+    expected = run_transcript_sanitizers(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    got = incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+    assert dumped(got) == dumped(expected)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_incremental_equals_full_pipeline_with_call_ids_reused_across_turns(seed: int) -> None:
+    rng = random.Random(seed)
+    messages: list[Any] = []
+    incremental = IncrementalSanitizer()
+    for turn in range(6):
+        messages.append(UserMessage(content=f"turn {turn}", timestamp=turn + 1))
+        for _ in range(rng.randint(1, 8)):
+            call = ToolCall(id=f"c{rng.randint(0, 6)}", name="read")  # a small pool of ids
+            messages.append(signed(call))
+            if rng.random() < 0.25:  # the result is displaced by a plain turn
+                messages.append(signed(TextContent(text="hm"), stop="stop"))
+            messages.append(result(call.id))
+            expected = run_transcript_sanitizers(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+            got = incremental.run(list(messages), SIGNED_REPLAY, BUILTIN_SANITIZERS)
+            assert dumped(got) == dumped(expected), f"seed {seed}, turn {turn}"
