@@ -78,3 +78,39 @@ def test_one_memo_per_session_object_released_with_it() -> None:
     assert session_projection_memo(two) in _MEMOS.values()
     odd = Unhashable()
     assert session_projection_memo(odd) is not session_projection_memo(odd)
+
+
+@pytest.mark.anyio
+async def test_a_growing_tool_loop_projects_each_message_once_and_matches_a_fresh_guard() -> None:
+    memo = ProjectionMemo()
+    state = Counting()
+    guard = ToolResultContextGuard(context_window_tokens=8_192, projection_state=state, memo=memo)
+    messages: list[Any] = [UserMessage(content="go")]
+    for n in range(25):
+        messages.append(
+            ToolResultMessage(
+                tool_call_id=f"c{n}", tool_name="read", content=[TextContent(text="y" * 60_000)]
+            )
+        )
+        before = state.calls
+        out = await guard(list(messages), None)
+        assert state.calls - before == (2 if n == 0 else 1)  # only what was added
+        fresh = ToolResultContextGuard(context_window_tokens=8_192)
+        assert out == await fresh(list(messages), None)
+    # the caller may change the list it got back: the memo keeps its own
+    out.clear()
+    # a history rewritten in the middle (compaction, truncation) is not a continuation:
+    # the replaced message is projected, the others are found by object
+    replaced = ToolResultMessage(
+        tool_call_id="c3", tool_name="read", content=[TextContent(text="short")]
+    )
+    rewritten = [*messages[:4], replaced, *messages[5:]]
+    before = state.calls
+    again = await guard(rewritten, None)
+    assert state.calls - before == 1
+    assert again == await ToolResultContextGuard(context_window_tokens=8_192)(rewritten, None)
+    # another limit projects everything again
+    wider = ToolResultContextGuard(context_window_tokens=200_000, projection_state=state, memo=memo)
+    before = state.calls
+    await wider(rewritten, None)
+    assert state.calls - before == len(rewritten)

@@ -354,13 +354,13 @@ async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
     import openclaw_runtime.transcript.append as append_module
 
     threads: list[int] = []
-    real = append_module.session_lock
+    real = append_module.session_lock_at
 
-    def recording(path, **kwargs):
+    def recording(key, **kwargs):
         threads.append(threading.get_ident())
-        return real(path, **kwargs)
+        return real(key, **kwargs)
 
-    monkeypatch.setattr(append_module, "session_lock", recording)
+    monkeypatch.setattr(append_module, "session_lock_at", recording)
     loop_thread = threading.get_ident()
     manager = await new_session(tmp_path, durability="none")
     lock_file = session_lock_path(manager.path)

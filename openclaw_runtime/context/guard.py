@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
@@ -40,7 +41,12 @@ from .preemptive import (
     should_preemptively_compact_before_prompt,
 )
 from .projection import ToolResultProjectionState
-from .tokens import CHARS_PER_TOKEN_ESTIMATE, TokenEstimator
+from .tokens import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    TokenEstimator,
+    estimate_boundary_token_pressure_from_history,
+    estimate_message_token_pressure,
+)
 from .truncation import (
     format_context_limit_truncation_notice,
     truncate_tool_result_message,
@@ -323,15 +329,24 @@ class ProjectionMemo:
     the same limit gets its earlier projection (projection is a function of the message and
     the limit). Only the latest request's messages are kept. One memo may serve the guards of
     successive attempts of a session, whose history holds the same message objects.
+
+    A request that resends the previous one's messages in the same order and adds some (every
+    model call of a tool loop) reuses the previous output list as a whole: only the added
+    messages are looked at, so the cost of a call does not grow with the loop.
     """
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[Any, int, Any]] = {}
+        #: The previous request: its messages, their projections, the limit.
+        self._last: tuple[list[Any], list[Any], int] | None = None
 
     def project_all(
         self, source: Sequence[Any], limit: int, project: Callable[[Any], Any]
     ) -> list[Any]:
         """``[project(m) for m in source]``, reusing the projection of a message seen before."""
+        last = self._last
+        if last is not None and last[2] == limit and _starts_with(source, last[0]):
+            return self._extend(source, limit, project, last)
         earlier = self._entries
         seen: dict[int, tuple[Any, int, Any]] = {}
         out = []
@@ -344,11 +359,64 @@ class ProjectionMemo:
             seen[id(message)] = (message, limit, projected)
             out.append(projected)
         self._entries = seen
-        return out
+        self._last = (list(source), out, limit)
+        return list(out)
+
+    def _extend(
+        self,
+        source: Sequence[Any],
+        limit: int,
+        project: Callable[[Any], Any],
+        last: tuple[list[Any], list[Any], int],
+    ) -> list[Any]:
+        """The previous request plus the messages after it (``source`` starts with it)."""
+        inputs, outputs, _ = last
+        entries = self._entries
+        for message in source[len(inputs) :]:
+            hit = entries.get(id(message))
+            if hit is not None and hit[0] is message and hit[1] == limit:
+                projected = hit[2]
+            else:
+                projected = project(message)
+            entries[id(message)] = (message, limit, projected)
+            inputs.append(message)
+            outputs.append(projected)
+        return list(outputs)
 
     def clear(self) -> None:
         """Forget every projection."""
         self._entries = {}
+        self._last = None
+
+
+class _HistoryTokens:
+    """The default estimator for the mid-turn precheck, with the history's token sum kept
+    across the requests of an attempt: a request that resends the previous one's messages
+    and adds some only measures what was added (the sum is the same integer either way)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._tokens = 0
+
+    def __call__(
+        self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
+    ) -> int:
+        seen = self._messages
+        if _starts_with(messages, seen):
+            added = messages[len(seen) :]
+            self._tokens += sum(estimate_message_token_pressure(m) for m in added)
+            seen.extend(added)
+        else:
+            self._messages = list(messages)
+            self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
+        return estimate_boundary_token_pressure_from_history(
+            self._tokens, system_prompt=system_prompt, prompt=prompt
+        )
+
+
+def _starts_with(items: Sequence[Any], prefix: list[Any]) -> bool:
+    """``items`` begins with the very objects of ``prefix``, in order."""
+    return len(items) >= len(prefix) and all(map(operator.is_, prefix, items))
 
 
 class ToolResultContextGuard:
@@ -378,6 +446,11 @@ class ToolResultContextGuard:
         )
         self.mid_turn_precheck = mid_turn_precheck
         self.estimator = estimator
+        #: what the precheck measures a request that fits with (the default estimate, kept
+        #: up to date across requests) unless an estimator was given
+        self._fits_estimator: TokenEstimator = (
+            estimator if estimator is not None else _HistoryTokens()
+        )
         self.inner = inner
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
@@ -428,7 +501,7 @@ class ToolResultContextGuard:
                 context_token_budget=options.context_token_budget,
                 reserve_tokens=options.resolve_reserve_tokens(),
                 system_prompt=system_prompt,
-                estimator=self.estimator,
+                estimator=self._fits_estimator,
             ):
                 self._last_seen_length = len(context_messages)
                 return

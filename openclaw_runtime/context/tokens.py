@@ -34,6 +34,7 @@ __all__ = [
     "SAFETY_MARGIN",
     "TOOL_RESULT_CHARS_PER_TOKEN",
     "TokenEstimator",
+    "estimate_boundary_token_pressure_from_history",
     "estimate_llm_boundary_token_pressure",
     "estimate_message_token_pressure",
     "estimate_rendered_llm_boundary_token_pressure",
@@ -135,7 +136,18 @@ def estimate_llm_boundary_token_pressure(
         system_prompt = params.get("systemPrompt", params.get("system_prompt", system_prompt))
         prompt = params.get("prompt", prompt)
     history = sum(estimate_message_token_pressure(message) for message in messages)
-    total = history + _system_tokens(system_prompt) + _prompt_tokens(prompt)
+    return estimate_boundary_token_pressure_from_history(
+        history, system_prompt=system_prompt, prompt=prompt
+    )
+
+
+def estimate_boundary_token_pressure_from_history(
+    history_tokens: int, *, system_prompt: str | None = None, prompt: str = ""
+) -> int:
+    """:func:`estimate_llm_boundary_token_pressure` for a history whose messages' tokens
+    (:func:`estimate_message_token_pressure`, summed) are already known, e.g. kept up to
+    date across the requests of a tool loop instead of summed again before each."""
+    total = history_tokens + _system_tokens(system_prompt) + _prompt_tokens(prompt)
     return max(0, math.ceil(total * SAFETY_MARGIN))
 
 

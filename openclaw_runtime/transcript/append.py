@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
 from .entries import generate_entry_id, iso_timestamp
-from .jsonl import SessionLockTimeout, append_bytes, encode_record, session_lock
+from .jsonl import SessionLockTimeout, append_bytes, encode_record, session_lock_at
 from .load import ExternalChanges, load_session_file
 from .reader import SessionReader
 from .repair import repair_assistant_entry, repair_user_entry
@@ -209,7 +209,7 @@ class SessionWriter(SessionReader):
     def _locked_append(
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
     ) -> tuple[ExternalChanges, dict[str, Any]]:
-        with session_lock(self.path, timeout=self.lock_timeout):
+        with session_lock_at(self._lock_key, timeout=self.lock_timeout):
             external = self._read_external_changes()
             view = external.tree
             if view is None and external.entries:
@@ -217,7 +217,10 @@ class SessionWriter(SessionReader):
             entry = self._new_entry(kind, payload, append_mode, parent, view)
             prefix = b"\n" if external.torn_tail else b""
             size = append_bytes(
-                self.path, prefix + encode_record(entry), fsync=self.durability == "fsync"
+                self.path,
+                prefix + encode_record(entry),
+                fsync=self.durability == "fsync",
+                size_before=self._file_state[1],  # the file was just checked under the lock
             )
             self._file_state = (self._file_state[0], size)
             return external, entry
@@ -231,10 +234,17 @@ class SessionWriter(SessionReader):
             self._pending.clear()
 
             def write(timeout: float) -> SessionTree | None:
-                with session_lock(self.path, timeout=timeout):
+                with session_lock_at(self._lock_key, timeout=timeout):
+                    # one stat tells whether anyone else wrote since our last read or write
+                    # (inode and size); if not, this is one O_APPEND write of every line
                     external = self._read_external_changes()
                     prefix = b"\n" if external.torn_tail else b""
-                    size = append_bytes(self.path, prefix + payload, fsync=False)
+                    size = append_bytes(
+                        self.path,
+                        prefix + payload,
+                        fsync=False,
+                        size_before=self._file_state[1],
+                    )
                     self._file_state = (self._file_state[0], size)
                     if external.tree is None and not external.entries:
                         return None

@@ -28,18 +28,35 @@ compaction summary (if the history starts with one), the user message and the fi
 turn of the loop with its results; what the pipeline makes of the context is thrown away. The
 context stands in for everything the stages look at outside the tail: the latest user message,
 an earlier assistant turn of the same tool loop, the compaction stamp, a user-first history.
+
+**Ids across the history.** A few rules match tool calls and results by id across the whole
+history: a signed-thinking turn that reuses an earlier call's id while its result is displaced
+is dropped, and a real result replaces an earlier synthetic one for the same call. Both caches
+keep the ids their cached part names, and a part still to sanitize that names one of them runs
+in full.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
 from .policy import TranscriptPolicy
-from .sanitize import BUILTIN_SANITIZERS, OnError, _as_spec, run_transcript_sanitizers
-from .tool_calls import extract_tool_calls_from_assistant, extract_tool_result_id
+from .sanitize import (
+    BUILTIN_SANITIZERS,
+    OnError,
+    SanitizerSpec,
+    _as_spec,
+    run_transcript_sanitizers,
+)
+from .tool_calls import (
+    extract_tool_calls_from_assistant,
+    extract_tool_result_id,
+    extract_tool_result_ids,
+)
 from .wire import role_of, wget
 
 __all__ = [
@@ -189,6 +206,18 @@ def find_tool_loop_boundary(
     return ToolLoopBoundary(best, user, context_end)
 
 
+def _call_ids(messages: Sequence[Any]) -> set[str]:
+    """Every tool-call id the messages name (their assistant turns' calls, their results)."""
+    ids: set[str] = set()
+    for message in messages:
+        role = role_of(message)
+        if role == "assistant":
+            ids.update(call.id for call in extract_tool_calls_from_assistant(message))
+        elif role == "toolResult":
+            ids.update(extract_tool_result_ids(message))
+    return ids
+
+
 def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
     for index in range(start, len(items)):
         if items[index] is target:
@@ -198,11 +227,7 @@ def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
 
 def _extends(cached: Sequence[Any], messages: Sequence[Any]) -> bool:
     """``messages`` is ``cached`` (the same objects) plus at least one more message."""
-    return (
-        bool(cached)
-        and len(messages) > len(cached)
-        and all(a is b for a, b in zip(cached, messages, strict=False))
-    )
+    return bool(cached) and len(messages) > len(cached) and all(map(operator.is_, cached, messages))
 
 
 @dataclass(slots=True)
@@ -214,6 +239,8 @@ class _LoopCache:
     inputs: list[Any]
     outputs: list[Any]
     context: list[Any]
+    #: the tool-call ids ``inputs`` name (see ``IncrementalSanitizer._prefix_ids``)
+    ids: set[str]
 
 
 class IncrementalSanitizer:
@@ -223,7 +250,13 @@ class IncrementalSanitizer:
         self._key: tuple[Any, ...] | None = None
         self._inputs: list[Any] = []
         self._outputs: list[Any] = []
+        #: The tool-call ids ``_inputs`` name. Some rules look across the whole history by id
+        #: (a signed-thinking turn is dropped when it reuses an earlier call's id with its
+        #: result displaced; a late real result replaces an earlier synthetic one), so a part
+        #: still to sanitize that names an id of the cached part runs in full.
+        self._prefix_ids: set[str] = set()
         self._loop: _LoopCache | None = None
+        self._seen_sanitizers: tuple[list[Any], list[SanitizerSpec], bool] | None = None
 
     def run(
         self,
@@ -235,17 +268,18 @@ class IncrementalSanitizer:
         full: Callable[..., list[Any]] = run_transcript_sanitizers,
     ) -> list[Any]:
         """Same result as ``run_transcript_sanitizers(messages, policy, sanitizers)``."""
-        specs = [_as_spec(item) for item in sanitizers]
-        if any(spec.fn not in _BUILTIN_FNS for spec in specs):
+        specs, builtin_only = self._specs_of(sanitizers)
+        if not builtin_only:
             return full(messages, policy, sanitizers, on_error=on_error)
         key = (policy, tuple((spec.name, spec.order) for spec in specs))
         loop = self._loop
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
-            if all(role_of(m) in _LOOP_ROLES for m in messages[start:]):
-                ran = full(
-                    [*loop.context, *messages[start:]], policy, sanitizers, on_error=on_error
-                )
+            rest = messages[start:]
+            if all(role_of(m) in _LOOP_ROLES for m in rest) and loop.ids.isdisjoint(
+                _call_ids(rest)
+            ):
+                ran = full([*loop.context, *messages[start:]], policy, specs, on_error=on_error)
                 position = _position(ran, messages[start])
                 if position is not None:
                     out = [*loop.outputs, *ran[position:]]
@@ -254,26 +288,50 @@ class IncrementalSanitizer:
         self._loop = None
         start = 0
         head: list[Any] = []
-        if key == self._key and _extends(self._inputs, messages):
+        if (
+            key == self._key
+            and _extends(self._inputs, messages)
+            and self._prefix_ids.isdisjoint(_call_ids(messages[len(self._inputs) :]))
+        ):
             start = len(self._inputs)
             head = self._outputs
-        tail = full(list(messages[start:]), policy, sanitizers, on_error=on_error)
+        # the stages as specs (worked out once): the same stages, names, orders and plugins
+        tail = full(list(messages[start:]), policy, specs, on_error=on_error)
         out = [*head, *tail]
         boundary = find_stable_boundary(messages, start)
         if boundary > start:
             anchor = messages[boundary]
             position = next((i for i, m in enumerate(tail) if m is anchor), None)
             if position is not None:
+                added = _call_ids(messages[start:boundary])
+                self._prefix_ids = self._prefix_ids | added if start else added
                 self._key = key
                 self._inputs = list(messages[:boundary])
                 self._outputs = [*head, *tail[:position]]
         elif start == 0:
             self._key, self._inputs, self._outputs = None, [], []
+            self._prefix_ids = set()
         if self._key == key and self._inputs:
             self._open_loop(key, messages, out, len(self._inputs), len(self._outputs))
         elif messages and role_of(messages[0]) == "user":
             self._open_loop(key, messages, out, 0, 0)  # the session's first turn
         return out
+
+    def _specs_of(self, sanitizers: Sequence[Any]) -> tuple[list[SanitizerSpec], bool]:
+        """The stages as specs and whether all are built-in; worked out again only when the
+        sanitizers are other objects than at the previous call (an attempt passes the same
+        ones before every request)."""
+        seen = self._seen_sanitizers
+        if (
+            seen is not None
+            and len(seen[0]) == len(sanitizers)
+            and all(map(operator.is_, seen[0], sanitizers))
+        ):
+            return seen[1], seen[2]
+        specs = [_as_spec(item) for item in sanitizers]
+        builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
+        self._seen_sanitizers = (list(sanitizers), specs, builtin_only)
+        return specs, builtin_only
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
@@ -288,7 +346,9 @@ class IncrementalSanitizer:
         context = list(messages[user : found.context_end])
         if role_of(messages[0]) == "compactionSummary":
             context.insert(0, messages[0])
-        self._loop = _LoopCache(key, found, list(messages[: found.index]), out[:position], context)
+        ids = (self._prefix_ids if user else set()) | _call_ids(messages[user : found.index])
+        inputs = list(messages[: found.index])
+        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids)
 
     def _advance_loop(self, messages: Sequence[Any], out: list[Any], loop: _LoopCache) -> None:
         """Move the tool-loop cache to the latest stable entry."""
@@ -298,6 +358,7 @@ class IncrementalSanitizer:
         position = _position(out, messages[found.index], len(loop.outputs))
         if position is None:
             return
+        loop.ids |= _call_ids(messages[loop.boundary.index : found.index])
         loop.boundary = found
         loop.inputs = list(messages[: found.index])
         loop.outputs = out[:position]

@@ -48,6 +48,7 @@ __all__ = [
     "open_side_file",
     "parse_session_bytes",
     "session_lock",
+    "session_lock_at",
     "session_lock_path",
 ]
 
@@ -250,9 +251,18 @@ def open_side_file(path: str | Path, flags: int, mode: int = 0o600) -> int:
         raise exc
 
 
-def append_bytes(path: str | Path, payload: bytes, *, fsync: bool, create: bool = False) -> int:
+def append_bytes(
+    path: str | Path,
+    payload: bytes,
+    *,
+    fsync: bool,
+    create: bool = False,
+    size_before: int | None = None,
+) -> int:
     """Append ``payload`` with ``O_APPEND``; returns the file size afterwards. ``create``
-    (side files) also refuses to follow a symbolic link."""
+    (side files) also refuses to follow a symbolic link. A caller that knows the size the
+    file had (it holds the file's lock and has just checked it) passes ``size_before``,
+    which saves asking the file system again."""
     flags = os.O_WRONLY | os.O_APPEND
     fd = open_side_file(path, flags | os.O_CREAT) if create else os.open(path, flags, 0o600)
     try:
@@ -262,6 +272,8 @@ def append_bytes(path: str | Path, payload: bytes, *, fsync: bool, create: bool 
             view = view[written:]
         if fsync:
             os.fsync(fd)
+        if size_before is not None:
+            return size_before + len(payload)
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
@@ -308,9 +320,17 @@ def session_lock(
     Acquire and release happen on the calling thread; callers run the whole locked section
     in one worker thread.
     """
-    key = os.path.abspath(session_file)
-    held: dict[str, int] = getattr(_held, "paths", None) or {}
-    _held.paths = held
+    with session_lock_at(os.path.abspath(session_file), timeout=timeout):
+        yield
+
+
+@contextlib.contextmanager
+def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+    """:func:`session_lock` for ``key``, the session file's ``os.path.abspath`` worked out
+    once by the caller (an open session flushes every turn: no path objects per flush)."""
+    held: dict[str, int] | None = getattr(_held, "paths", None)
+    if held is None:
+        held = _held.paths = {}
     if held.get(key):
         held[key] += 1
         try:
@@ -318,17 +338,17 @@ def session_lock(
         finally:
             held[key] -= 1
         return
-    lock = FlockLock(session_lock_path(session_file), timeout=timeout)
+    lock = FlockLock(key + SESSION_LOCK_SUFFIX, timeout=timeout)
     try:
         lock.acquire()
     except filelock.Timeout as exc:
         raise SessionLockTimeout(
-            f"session file {Path(session_file).name} is locked by another writer "
+            f"session file {os.path.basename(key)} is locked by another writer "
             f"(waited {timeout:g}s)"
         ) from exc
     except OSError as exc:  # e.g. a symbolic link planted as the lock file (ELOOP)
         raise TranscriptError(
-            f"cannot lock session file {Path(session_file).name}: {exc.strerror}"
+            f"cannot lock session file {os.path.basename(key)}: {exc.strerror}"
         ) from None
     held[key] = 1
     try:

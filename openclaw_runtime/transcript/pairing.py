@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .tool_calls import (
+    ToolCallRef,
     block_type,
     extract_tool_calls_from_assistant,
     extract_tool_result_id,
@@ -177,15 +178,18 @@ class _OccurrenceQueue:
 
 def _classify(messages: Sequence[Any]) -> _Classification:
     """Assign every tool result to the call occurrence that owns it (no reordering)."""
-    starts = [
-        index
-        for index, message in enumerate(messages)
-        if role_of(message) == "assistant" and extract_tool_calls_from_assistant(message)
-    ]
+    starts: list[int] = []
+    calls_at: list[list[ToolCallRef]] = []  # each start's calls, read once
+    for index, message in enumerate(messages):
+        if role_of(message) == "assistant":
+            found = extract_tool_calls_from_assistant(message)
+            if found:
+                starts.append(index)
+                calls_at.append(found)
     result = _Classification([])
     for position, start in enumerate(starts):
         assistant = messages[start]
-        calls = extract_tool_calls_from_assistant(assistant)
+        calls = calls_at[position]
         occurrences = [_Occurrence(call.id, call.name, call.content_index) for call in calls]
         pending = _OccurrenceQueue()
         synthetic = _OccurrenceQueue()
@@ -201,8 +205,12 @@ def _classify(messages: Sequence[Any]) -> _Classification:
             if role_of(message) != "toolResult":
                 remainder.append(message)
                 continue
-            normalized = normalize_legacy_result_id(message, calls)
-            result_id = extract_tool_result_id(normalized)
+            result_id = extract_tool_result_id(message)
+            normalized = message
+            if not result_id:  # a legacy result without id may answer the turn's only call
+                normalized = normalize_legacy_result_id(message, calls)
+                if normalized is not message:
+                    result_id = extract_tool_result_id(normalized)
             owner = pending.claim(result_id) if result_id else None
             if owner is not None:
                 owner.result = _normalize_result_name(normalized, owner.name)

@@ -11,7 +11,7 @@ that needs nothing is returned as the same list object.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +156,7 @@ def _following_results(messages: Sequence[Any], index: int) -> tuple[set[str], b
 
 
 def _is_replay_safe_signed_turn(
-    content: list[Any], allowed: frozenset[str] | None, completed: set[int]
+    content: list[Any], allowed: frozenset[str] | None, completed: Callable[[], set[int]]
 ) -> bool:
     saw_call = False
     seen: set[str] = set()
@@ -167,7 +167,7 @@ def _is_replay_safe_signed_turn(
         raw_id = wget(block, "id")
         call_id = raw_id.strip() if isinstance(raw_id, str) else ""
         name_ok = is_allowed_tool_call_name(wget(block, "name"), allowed) or (
-            id(block) in completed and is_allowed_tool_call_name(wget(block, "name"), None)
+            id(block) in completed() and is_allowed_tool_call_name(wget(block, "name"), None)
         )
         if (
             not _has_input(block)
@@ -196,7 +196,17 @@ def repair_tool_call_inputs(
     it (completed history is not rewritten).
     """
     allowed = normalize_allowed_names(allowed_tool_names)
-    completed = collect_completed_tool_call_blocks(messages) if allowed is not None else set()
+    # which calls a real result answered matters only for a name off the allowlist: worked
+    # out (a pass over the pairing) the first time such a name shows up
+    answered: list[set[int]] = []
+
+    def completed_blocks() -> set[int]:
+        if not answered:
+            answered.append(
+                collect_completed_tool_call_blocks(messages) if allowed is not None else set()
+            )
+        return answered[0]
+
     out: list[Any] = []
     dropped_calls = 0
     dropped_messages = 0
@@ -208,7 +218,7 @@ def repair_tool_call_inputs(
         name = wget(block, "name")
         if is_allowed_tool_call_name(name, allowed):
             return True
-        return id(block) in completed and is_allowed_tool_call_name(name, None)
+        return id(block) in completed_blocks() and is_allowed_tool_call_name(name, None)
 
     for index, message in enumerate(messages):
         if not is_message(message):
@@ -227,7 +237,7 @@ def repair_tool_call_inputs(
             calls = extract_tool_calls_from_assistant(message)
             following, displaced = _following_results(messages, index)
             spawn = _has_spawn_attachments(content)
-            if _is_replay_safe_signed_turn(content, allowed, completed) and all(
+            if _is_replay_safe_signed_turn(content, allowed, completed_blocks) and all(
                 call.id not in preserved_signed_ids
                 and (not spawn or call.id in following)
                 and (not displaced or call.id not in prior_ids)
