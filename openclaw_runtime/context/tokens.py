@@ -321,15 +321,61 @@ def _bash_execution_text(message: Any) -> str:
 
 
 def _is_record(value: Any) -> bool:
-    return isinstance(value, Mapping | BaseModel)
+    return type(value) is dict or isinstance(value, (BaseModel, Mapping))
+
+
+#: Per class: is it a ``Mapping`` (an ABC check, slow enough to matter over a history)?
+_MAPPING_CLASSES: dict[type, bool] = {}
+#: Per (model class, name): does the class itself define the name (property, method)?
+_CLASS_NAMES: dict[tuple[type, str], bool] = {}
+_CLASS_CACHE_LIMIT = 4_096
+
+
+def _is_mapping(record: Any) -> bool:
+    cls = type(record)
+    if cls is dict:
+        return True
+    hit = _MAPPING_CLASSES.get(cls)
+    if hit is None:
+        if len(_MAPPING_CLASSES) >= _CLASS_CACHE_LIMIT:
+            _MAPPING_CLASSES.clear()
+        hit = _MAPPING_CLASSES[cls] = isinstance(record, Mapping)
+    return hit
+
+
+def _model_attr(record: BaseModel, name: str) -> Any:
+    """``getattr(record, name, None)`` for a public name, without pydantic's slow
+    ``__getattr__`` for names that are not fields (field values live in ``__dict__``,
+    extras in ``__pydantic_extra__``)."""
+    cls = type(record)
+    key = (cls, name)
+    defined = _CLASS_NAMES.get(key)
+    if defined is None:
+        if len(_CLASS_NAMES) >= _CLASS_CACHE_LIMIT:
+            _CLASS_NAMES.clear()
+        defined = _CLASS_NAMES[key] = name.startswith("_") or hasattr(cls, name)
+    if defined:
+        return getattr(record, name, None)
+    fields = record.__dict__
+    if name in fields:
+        return fields[name]
+    extra = record.__pydantic_extra__
+    return extra.get(name) if extra else None
 
 
 def _get(record: Any, name: str, wire_name: str | None = None) -> Any:
     """A field of a model (snake_case attribute or extra) or of a wire-format dict."""
-    if isinstance(record, Mapping):
+    if _is_mapping(record):
         if wire_name is not None and wire_name in record:
             return record[wire_name]
         return record.get(name)
+    if isinstance(record, BaseModel):
+        value = _model_attr(record, name)
+        if value is None and wire_name is not None:
+            extra = record.__pydantic_extra__
+            if extra:
+                value = extra.get(wire_name)
+        return value
     value = getattr(record, name, None)
     if value is None and wire_name is not None:
         extra = getattr(record, "model_extra", None)
