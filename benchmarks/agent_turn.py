@@ -731,8 +731,9 @@ async def part2(tmp: Path, quick: bool) -> None:
                 for name, turn, args in (
                     ("floor", dumps, (body,)),
                     ("ours cold", ours, (session_id,)),
-                    ("ours cold, checkpoint", ours, (restarted_id,)),
                     ("ours warm", ours, (session_id,)),
+                    # after the warm turn: opening it closes the session kept open
+                    ("ours cold, checkpoint", ours, (restarted_id,)),
                     ("pydantic-ai run", pa_run, (text_agent, history.pydantic_ai)),
                     ("pydantic-ai run_stream", pa_run_stream, (text_agent, history.pydantic_ai)),
                 ):
