@@ -249,6 +249,11 @@ class IncrementalSanitizer:
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
         self.restore: Callable[[Sequence[Any], tuple[Any, ...]], int] | None = None
 
+    @property
+    def cached_length(self) -> int:
+        """How many leading messages the cache holds (an upper bound of ``stable_prefix``)."""
+        return len(self._inputs) if self._key is not None else 0
+
     def stable_prefix(self) -> tuple[tuple[Any, ...], list[Any]] | None:
         """The cache key and the longest cached prefix ending at a stable boundary that the
         pipeline leaves exactly as it is (the same objects), or ``None``."""

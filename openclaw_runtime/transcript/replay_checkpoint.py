@@ -263,12 +263,17 @@ class ReplayCheckpointer:
     def record(self, *, force: bool = False) -> None:
         """Write the side file if the sanitized prefix moved enough since the last record
         (any move with ``force``). Call with every line flushed, under the session lock."""
+        recorded = self._recorded
+        if recorded is not None and not force:
+            # cheap before the O(n) look at the prefix: it cannot have moved far enough
+            step = self._sanitizer.cached_length - recorded[1]
+            if step < max(_MIN_STEP, recorded[1] // _STEP_SHARE):
+                return
         found = self._sanitizer.stable_prefix()
         if found is None:
             return
         key, prefix = found
         fingerprint = key_fingerprint(key)
-        recorded = self._recorded
         if recorded is not None and recorded[0] == fingerprint:
             step = len(prefix) - recorded[1]
             if step <= 0 or (not force and step < max(_MIN_STEP, recorded[1] // _STEP_SHARE)):
