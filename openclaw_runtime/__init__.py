@@ -3,53 +3,79 @@
 Build a ``Runtime``, create an ``Agent`` with tools, send a prompt and consume its live event
 stream. Plugins extend the runtime through the hooks in ``openclaw_runtime.hookspecs``; write
 them with ``from openclaw_runtime import hookimpl``.
+
+The names below load on first use (``__getattr__``), so ``import openclaw_runtime`` stays
+cheap: a command that only prints its version or a plugin that only needs ``hookimpl`` does
+not pay for the runtime, httpx, jsonschema and the plugin machinery.
 """
 
-from ._markers import hookimpl
-from ._public_errors import (
-    AbortError,
-    AgentBusyError,
-    ComponentNotFoundError,
-    ConfigurationError,
-    FailoverExhaustedError,
-    HookError,
-    OpenClawRuntimeDeprecationWarning,
-    OpenClawRuntimeError,
-    OpenClawRuntimeWarning,
-    PluginBackendError,
-    PluginConflictError,
-    PluginError,
-    PluginLoadError,
-    PluginValidationError,
-    ProviderError,
-    RunBlockedError,
-    StreamError,
-    StreamRepairError,
-    TranscriptError,
-    TranscriptNotContinuableError,
-    UnknownBackendError,
-    UnknownContextEngineError,
-)
-from ._runtime import Runtime
-from ._types import RunBlock
+import typing as _typing
+
 from ._version import __version__
-from .abort import AbortController, AbortSignal, TurnHandoff
-from .agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, tool
-from .config import RuntimeConfig
-from .events import AgentEventStream, AssistantMessageEventStream, EventStream
-from .llm import Context, Model, StreamOptions, Tool
-from .messages import (
-    AssistantMessage,
-    CustomMessage,
-    ImageContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
-from .redaction import redact, register_secret
+
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from ._markers import hookimpl  # noqa: I001 (kept compact: the face has 100 lines)
+    from ._public_errors import (
+        AbortError, AgentBusyError, ComponentNotFoundError, ConfigurationError,
+        FailoverExhaustedError, HookError, OpenClawRuntimeDeprecationWarning,
+        OpenClawRuntimeError, OpenClawRuntimeWarning, PluginBackendError, PluginConflictError,
+        PluginError, PluginLoadError, PluginValidationError, ProviderError, RunBlockedError,
+        StreamError, StreamRepairError, TranscriptError, TranscriptNotContinuableError,
+        UnknownBackendError, UnknownContextEngineError,
+    )
+    from ._runtime import Runtime
+    from ._types import RunBlock
+    from .abort import AbortController, AbortSignal, TurnHandoff
+    from .agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, tool
+    from .config import RuntimeConfig
+    from .events import AgentEventStream, AssistantMessageEventStream, EventStream
+    from .llm import Context, Model, StreamOptions, Tool
+    from .messages import (
+        AssistantMessage, CustomMessage, ImageContent, TextContent, ThinkingContent, ToolCall,
+        ToolResultMessage, Usage, UserMessage,
+    )
+    from .redaction import redact, register_secret
+    # fmt: on
+
+#: module -> the public names it provides, each loaded on first use
+_LAZY = {
+    "_markers": "hookimpl",
+    "_public_errors": (
+        "AbortError AgentBusyError ComponentNotFoundError ConfigurationError "
+        "FailoverExhaustedError HookError OpenClawRuntimeDeprecationWarning "
+        "OpenClawRuntimeError OpenClawRuntimeWarning PluginBackendError PluginConflictError "
+        "PluginError PluginLoadError PluginValidationError ProviderError RunBlockedError "
+        "StreamError StreamRepairError TranscriptError TranscriptNotContinuableError "
+        "UnknownBackendError UnknownContextEngineError"
+    ),
+    "_runtime": "Runtime",
+    "_types": "RunBlock",
+    "abort": "AbortController AbortSignal TurnHandoff",
+    "agent": "Agent AgentContext AgentLoopConfig AgentTool AgentToolResult tool",
+    "config": "RuntimeConfig",
+    "events": "AgentEventStream AssistantMessageEventStream EventStream",
+    "llm": "Context Model StreamOptions Tool",
+    "messages": (
+        "AssistantMessage CustomMessage ImageContent TextContent ThinkingContent ToolCall "
+        "ToolResultMessage Usage UserMessage"
+    ),
+    "redaction": "redact register_secret",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AbortController", "AbortError", "AbortSignal", "Agent", "AgentBusyError", "AgentContext",

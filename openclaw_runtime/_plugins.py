@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pluggy
-from stevedore import ExtensionManager, NamedExtensionManager
 
 import openclaw_runtime.hookspecs as hookspecs  # the submodule, not the package face
 
@@ -293,6 +292,8 @@ def _register(
 def _load_entrypoint_plugins(pm: OpenClawPluginManager, policy: PluginPolicy, strict: bool) -> None:
     # A manager with no extensions gives us stevedore's (cached) entry-point listing
     # without importing anything, so blocked or conflicting plugins are never imported.
+    from stevedore import ExtensionManager  # lazy: start-up time (until plugins load)
+
     listing: ExtensionManager[Any] = ExtensionManager.make_test_instance(
         [], namespace=ENTRY_POINT_GROUP
     )
@@ -333,6 +334,8 @@ def _load_entrypoint_plugins(pm: OpenClawPluginManager, policy: PluginPolicy, st
             ) from exc
         _warn(f"skipping plugin {ep.name!r} ({ep.value}): {record.error}")
 
+    from stevedore import NamedExtensionManager  # lazy: start-up time (until plugins load)
+
     loaded = NamedExtensionManager(
         ENTRY_POINT_GROUP,
         names=selected,
@@ -350,10 +353,11 @@ def _warn(message: str) -> None:
 
 def _distributions_by_entry_point() -> dict[tuple[str, str], tuple[str, str]]:
     """(entry-point name, value) → (distribution name, version) for our group."""
-    import importlib_metadata  # lazy: start-up time (only plugin listings need it)
+    # the stdlib's importlib.metadata (3.10+) has entry_points(group=) and EntryPoint.dist
+    import importlib.metadata  # lazy: start-up time (only plugin listings need it)
 
     out: dict[tuple[str, str], tuple[str, str]] = {}
-    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist
         if dist is not None:
             out[(ep.name, ep.value)] = (dist.metadata["Name"], dist.version)

@@ -14,17 +14,26 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
+
+from pydantic import BaseModel
 
 from ._backend_selection import build_backend, check_backend_names
 from ._components import Components, component_clashes
 from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
 from ._hooks import Hooks
 from ._plugin_report import plugin_report
+from ._plugin_settings import (
+    collect_declared_settings,
+    describe_settings,
+    unclaimed_settings,
+    validate_plugin_settings,
+)
 from ._plugins import PluginRecord, get_plugin_manager, resolve_plugin_policy
 from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
 from ._runtime_live import LiveRunVerbs
 from .agent import Agent, AgentTool
+from .agent.options import AGENT_OPTION_NAMES, AgentOptions
 from .config import PluginSettings, RuntimeConfig
 from .containment import BreakerPolicy, FaultRecord, PluginGuard, component_unit
 from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
@@ -39,17 +48,20 @@ from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
 from .repair.compose import apply_stream_repairers, guard_stream_repairers
 from .runner.compact import compact_session_queued
-from .runner.request import RunRequest
+from .runner.request import RunRequest, RunResult
 from .runner.run import run_embedded_agent
+from .runner.run_options import RUN_OPTION_NAMES, RunOptions, reject_unknown_options
 from .runner.services import RunServices
 from .transcript.sanitize import guard_transcript_sanitizer
 
 if TYPE_CHECKING:
     from .backends import AuthStore, LaneBackend, Session, SessionIndex, SessionStore, SteeringStore
+    from .context.engine import CompactResult
 
 __all__ = ["Runtime"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime"))
+_SettingsT = TypeVar("_SettingsT", bound=BaseModel)
 
 
 def breaker_policy(settings: PluginSettings) -> BreakerPolicy:
@@ -121,6 +133,13 @@ class Runtime(LiveRunVerbs):
         #: Unknown models resolved from a known family: requested ref → template ref.
         self.forward_compat: dict[str, str] = {}
         self.closed = False
+        #: Settings models plugins declared (``register_plugin_settings``), by table name.
+        self.declared_plugin_settings = collect_declared_settings(self.hooks)
+        self._plugin_settings = validate_plugin_settings(
+            self.declared_plugin_settings, self.config.plugins.settings
+        )
+        for name in unclaimed_settings(self.declared_plugin_settings, self.config.plugins.settings):
+            logger.warning("[plugins.settings.%s] is set but no loaded plugin declares it", name)
         self.hooks.runtime_configured(self)
 
     # components --------------------------------------------------------------------------------
@@ -277,12 +296,15 @@ class Runtime(LiveRunVerbs):
         session_id: str | None = None,
         session_key: str | None = None,
         trigger: str = "user",
-        **agent_options: Any,
+        **agent_options: Unpack[AgentOptions],
     ) -> Agent:
         """An ``Agent`` wired to this runtime: its model's provider, ``before_agent_run``
-        vetoes and ``on_agent_event`` observers."""
+        vetoes and ``on_agent_event`` observers. ``agent_options`` are ``Agent`` keywords
+        (``AgentOptions``); an unknown one is a ``TypeError`` naming it."""
+        reject_unknown_options("create_agent()", agent_options, AGENT_OPTION_NAMES)
         resolved = self.resolve_model(model)
-        stream_fn = agent_options.pop("stream_fn", None) or self.stream_fn_for(resolved)
+        options: dict[str, Any] = dict(agent_options)
+        stream_fn = options.pop("stream_fn", None) or self.stream_fn_for(resolved)
         hooks = self.hooks
 
         def gate(prompts: list[Any]) -> None:
@@ -304,10 +326,10 @@ class Runtime(LiveRunVerbs):
             system_prompt=self.config.agent.system_prompt
             if system_prompt is None
             else system_prompt,
-            thinking_level=agent_options.pop("thinking_level", self.config.agent.thinking_level),
+            thinking_level=options.pop("thinking_level", self.config.agent.thinking_level),
             tools=tools,
             before_run=gate,
-            **agent_options,
+            **options,
         )
         if hooks.observes_events:
             agent.subscribe(
@@ -391,16 +413,18 @@ class Runtime(LiveRunVerbs):
         self,
         prompt: str | None = None,
         *,
-        request: Any = None,
+        request: RunRequest | None = None,
         on_event: Callable[[Event], Any] | None = None,
-        **options: Any,
-    ) -> Any:
+        **options: Unpack[RunOptions],
+    ) -> RunResult:
         """Run one agent turn: ``await runtime.run("hi", session_id="s1")``.
 
-        Keyword options are ``RunRequest`` fields (``session_id``, ``session_key``,
-        ``model``, ``tools``, ``trigger``, ``timeout_s`` ...), or pass a ``request``.
-        ``on_event`` receives every run, fallback and agent event. Returns a ``RunResult``.
+        Keyword options are ``RunRequest`` fields (``RunOptions``: ``session_id``,
+        ``session_key``, ``model``, ``tools``, ``trigger``, ``timeout_s`` ...), or pass a
+        ``request``; an unknown option is a ``TypeError`` naming it. ``on_event`` receives
+        every run, fallback and agent event.
         """
+        reject_unknown_options("runtime.run()", options, RUN_OPTION_NAMES)
         if request is None:
             if prompt is None:
                 raise TypeError("runtime.run() needs a prompt or a request")
@@ -417,7 +441,7 @@ class Runtime(LiveRunVerbs):
         model: str | None = None,
         force: bool = True,
         custom_instructions: str | None = None,
-    ) -> Any:
+    ) -> CompactResult:
         """Compact a stored session now, queued behind its running turn (``CompactResult``).
 
         Not for use inside a run of the same session (``LaneReentryError``): the run loop
@@ -431,6 +455,43 @@ class Runtime(LiveRunVerbs):
             force=force,
             custom_instructions=custom_instructions,
         )
+
+    # plugin settings ----------------------------------------------------------------------------
+
+    @overload
+    def plugin_settings(self, name: str) -> BaseModel: ...
+    @overload
+    def plugin_settings(self, name: str, model: type[_SettingsT]) -> _SettingsT: ...
+    def plugin_settings(self, name: str, model: type[BaseModel] | None = None) -> BaseModel:
+        """The validated ``[plugins.settings.<name>]`` (the model's defaults when the table is
+        absent); pass the ``model`` to get it typed. An undeclared name is a
+        ``ConfigurationError`` listing the declared ones."""
+        try:
+            settings = self._plugin_settings[name]
+        except KeyError:
+            declared = ", ".join(sorted(self._plugin_settings)) or "none"
+            raise ConfigurationError(
+                f"no plugin declares settings {name!r} (declared: {declared})"
+            ) from None
+        if model is not None and not isinstance(settings, model):
+            raise ConfigurationError(
+                f"settings {name!r} are a {type(settings).__name__}, not a {model.__name__}"
+            )
+        return settings
+
+    def describe_plugin_settings(self) -> dict[str, dict[str, Any]]:
+        """Each declared table: its plugin and its values (credentials masked), JSON-ready;
+        tables set in the config that no loaded plugin declares have ``plugin: None``."""
+        out: dict[str, dict[str, Any]] = {
+            name: {
+                "plugin": self.declared_plugin_settings[name].plugin,
+                "values": describe_settings(instance),
+            }
+            for name, instance in sorted(self._plugin_settings.items())
+        }
+        for name in unclaimed_settings(self.declared_plugin_settings, self.config.plugins.settings):
+            out[name] = {"plugin": None, "values": {}}
+        return out
 
     # introspection ------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ __all__ = [
     "RegisterComponent",
     "RegisterModel",
     "RegisterOrdered",
+    "RegisterPromptSection",
+    "RegisterSettings",
     "RunBlock",
     "RuntimeView",
 ]
@@ -45,11 +47,26 @@ class RegisterModel(Protocol):
     def __call__(self, model: Any, /, *, aliases: tuple[str, ...] | list[str] = ()) -> None: ...
 
 
+class RegisterPromptSection(Protocol):
+    """``register(name, render, *, minimal=None)``: contribute or replace a system-prompt
+    section; ``render(context)`` returns its text, its lines, or None."""
+
+    def __call__(
+        self, name: str, render: Callable[[Any], Any], /, *, minimal: bool | None = None
+    ) -> None: ...
+
+
 class RegisterBackend(Protocol):
     """``register(kind, name, factory)``: contribute a backend of one of the five kinds
     (``openclaw_runtime.backends.BACKEND_KINDS``)."""
 
     def __call__(self, kind: str, name: str, factory: Callable[..., Any], /) -> None: ...
+
+
+class RegisterSettings(Protocol):
+    """``register(name, model)``: declare the pydantic model of ``[plugins.settings.<name>]``."""
+
+    def __call__(self, name: str, model: type[Any], /) -> None: ...
 
 
 class RuntimeView(Protocol):
@@ -59,3 +76,7 @@ class RuntimeView(Protocol):
 
     @property
     def config(self) -> RuntimeConfig: ...
+
+    def plugin_settings(self, name: str) -> Any:
+        """The validated ``[plugins.settings.<name>]`` of a plugin that declared it."""
+        ...

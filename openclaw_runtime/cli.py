@@ -1,32 +1,122 @@
 """The ``openclaw-runtime`` command line.
 
-``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools`` and ``models``
-live in ``openclaw_runtime.commands`` (one module per purpose); ``plugins`` and ``demo`` are here.
+``run``, ``chat``, ``sessions``, ``compact``, ``doctor``, ``profiles``, ``tools``, ``models``,
+``plugins`` (and ``plugins new``), ``install``, ``uninstall`` and ``demo`` live in
+``openclaw_runtime.commands`` (one module per purpose).
 
 Errors are handled in one place (``commands._common.command_errors``): ``OpenClawRuntimeError``
 subclasses print as one-line messages — exit 2 for usage and configuration errors, 1 for
 failures (``plugins``, ``profiles`` and ``demo`` keep their original exit 1 for both); anything
 re-raises when ``OPENCLAW_RUNTIME_RAISE_ERRORS=1``.
+
+Start-up stays cheap: this module imports only click and the version. Each subcommand's
+module (and with it the runtime, httpx, the plugins) is imported when that subcommand runs;
+``--help`` and ``--version`` import none of them (the command list's one-line help comes from
+``COMMANDS``, which a test keeps equal to each command's own).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from typing import Any
 
 import click
 
-from ._runtime import Runtime
 from ._version import __version__
-from .commands import chat, compact, doctor, run, sessions
-from .commands._common import EXIT_FAILED, command_errors, fail, load_config, safe_json
-from .commands.models import models
-from .commands.profiles import profiles
-from .commands.tools import tools
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "LazyGroup", "cli", "main"]
+
+#: name -> (module, attribute, the one-line help ``--help`` lists for it)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": (
+        "chat",
+        "chat",
+        "Chat on one session: type a message, get a streamed answer...",
+    ),
+    "compact": (
+        "sessions",
+        "compact",
+        "Summarize a session's older history now (by id or key);...",
+    ),
+    "demo": (
+        "demo",
+        "demo",
+        "Watch the runtime save itself, offline, over real HTTP.",
+    ),
+    "doctor": (
+        "doctor",
+        "doctor",
+        "Check the setup: config, state dir, plugins, models, context...",
+    ),
+    "install": (
+        "install",
+        "install",
+        "Install plugins into the runtime's own environment (pip,...",
+    ),
+    "models": (
+        "models",
+        "models",
+        "List the model catalog: id, context window, output cap,...",
+    ),
+    "plugins": (
+        "plugins",
+        "plugins",
+        "List plugins as JSON: name, distribution, version, hooks,...",
+    ),
+    "profiles": (
+        "profiles",
+        "profiles",
+        "Show each auth profile's health: healthy, cooling down or...",
+    ),
+    "run": (
+        "run",
+        "run",
+        'Run one turn and stream the answer (PROMPT "-" reads it from...',
+    ),
+    "sessions": (
+        "sessions",
+        "sessions",
+        "List stored sessions and show their transcripts.",
+    ),
+    "tools": (
+        "tools",
+        "tools",
+        "Explain the tool policy: the tools offered, and for each...",
+    ),
+    "uninstall": (
+        "install",
+        "uninstall",
+        "Uninstall plugins from the runtime's own environment (pip...",
+    ),
+}
 
 
-@click.group()
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that subcommand is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module, attribute, _ = COMMANDS[cmd_name]
+            loaded = importlib.import_module(f"{__package__}.commands.{module}")
+            self.add_command(getattr(loaded, attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: Any) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS:
+                rows.append((name, COMMANDS[name][2]))
+            elif not self.commands[name].hidden:  # added with add_command: already loaded
+                rows.append((name, self.commands[name].get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="openclaw-runtime")
 @click.option(
     "--config",
@@ -44,58 +134,6 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     `openclaw-runtime run "Hello"`.
     """
     ctx.obj = {"config_path": config_path}
-
-
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (the default output).")
-@click.option(
-    "--clear-faults",
-    is_flag=True,
-    help="Forget the recorded plugin faults and quarantines (<state_dir>/plugins/faults.json).",
-)
-@click.pass_context
-@command_errors(usage_exit=EXIT_FAILED)
-def plugins(ctx: click.Context, as_json: bool, clear_faults: bool) -> None:
-    """List plugins as JSON: name, distribution, version, hooks, load errors, recorded
-    faults and quarantines (from every process, until --clear-faults), name clashes."""
-    runtime = Runtime(load_config(ctx))
-    try:
-        if clear_faults:
-            try:
-                removed = runtime.clear_plugin_faults()
-            except OSError as exc:  # an unwritable state dir; filelock.Timeout is one too
-                fail(f"cannot clear the plugin fault record {runtime.fault_record.path}: {exc}")
-                return
-            click.echo(f"cleared {removed} plugin fault record(s) in {runtime.fault_record.path}")
-            return
-        click.echo(safe_json(runtime.describe_plugins(), indent=2))
-    finally:
-        runtime.close()
-
-
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where the demo writes its transcript and ledger (default: a new temp directory).",
-)
-@command_errors(usage_exit=EXIT_FAILED)
-def demo(as_json: bool, state_dir: Path | None) -> None:
-    """Watch the runtime save itself, offline, over real HTTP.
-
-    A local fault-injecting OpenAI-compatible server rate-limits the first API key (the run
-    rotates to the second), serves a tool call, and overflows its small context window (the
-    run compacts the history and retries). Needs no network, no key, no test dependencies.
-    """
-    from .demo import run_demo  # lazy: start-up time (it loads the test server and pytest)
-
-    run_demo(as_json=as_json, state_dir=state_dir)
-
-
-for _command in (run, chat, sessions, compact, doctor, profiles, tools, models):
-    cli.add_command(_command)
 
 
 def main() -> None:

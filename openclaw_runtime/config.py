@@ -54,6 +54,8 @@ class PluginSettings(_Section):
     unit within ``fault_window_seconds`` quarantine it for ``quarantine_seconds``, then one
     trial call decides. ``prefer`` settles a component-name clash: component name → the plugin
     whose registration wins (otherwise built-ins win, then the first registered).
+    ``settings``: ``[plugins.settings.<name>]`` tables, one per plugin, each validated by the
+    pydantic model that plugin declares (``register_plugin_settings``).
     """
 
     allow: list[str] | None = None
@@ -64,6 +66,7 @@ class PluginSettings(_Section):
     fault_window_seconds: float = Field(default=300.0, gt=0)
     quarantine_seconds: float = Field(default=600.0, ge=0)
     prefer: dict[str, str] = Field(default_factory=dict)
+    settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class RunRetrySettings(_Section):
@@ -302,5 +305,10 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "config"
-        parts.append(f"{where}: {error['msg']}")
+        hint = ""
+        loc = error["loc"]
+        if error["type"] == "extra_forbidden" and len(loc) == 2 and loc[0] == "plugins":
+            # a plugin's own table belongs one level down
+            hint = f" (a plugin's settings go in [plugins.settings.{loc[1]}])"
+        parts.append(f"{where}: {error['msg']}{hint}")
     return "invalid configuration: " + "; ".join(parts)

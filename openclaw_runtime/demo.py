@@ -35,6 +35,7 @@ import click
 
 from ._runtime import Runtime
 from .agent import tool
+from .commands.invocation import current_program_command
 from .commands.profiles import profile_rows
 from .commands.timeline import AnswerWriter, describe_event, text_delta
 from .events import Event
@@ -263,7 +264,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     click.echo(f"  transcript  {summary['transcript']}")
     click.echo(
         f"              read it: OPENCLAW_RUNTIME_STATE_DIR={summary['stateDir']} "
-        f"openclaw-runtime sessions show {summary['sessionKey']}"
+        f"{current_program_command()} sessions show {summary['sessionKey']}"
     )
     width = max(len(row["profile"]) for row in summary["ledger"])
     for index, row in enumerate(summary["ledger"]):

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         RegisterComponent,
         RegisterModel,
         RegisterOrdered,
+        RegisterPromptSection,
+        RegisterSettings,
         RunBlock,
         RuntimeView,
     )
@@ -52,6 +54,7 @@ __all__ = [
     "register_backends",
     "register_context_engines",
     "register_models",
+    "register_plugin_settings",
     "register_prompt_sections",
     "register_providers",
     "register_stream_repairers",
@@ -218,6 +221,25 @@ def on_agent_event(event: Event, session_id: str | None) -> None:
     """
 
 
+@hookspec
+def register_plugin_settings(register: RegisterSettings) -> None:
+    """Declare the settings a plugin reads from ``[plugins.settings.<name>]``.
+
+    Called once per runtime, before ``runtime_configured``. ``register(name, model)`` with a
+    pydantic ``BaseModel`` subclass; ``name`` is the table (by convention the plugin's own
+    name). The runtime validates the table against the model (a missing table gives the
+    model's defaults; a key the model does not know is an error unless the model sets
+    ``extra``) and raises ``ConfigurationError`` naming the plugin and the key; the validated
+    instance is ``runtime.plugin_settings(name)``. ``doctor`` shows it, credentials masked.
+
+    :param register: the registration callback; a name declared by two plugins is a
+        ``ConfigurationError`` naming both.
+    :returns: nothing.
+
+    .. versionadded:: 0.2
+    """
+
+
 # --------------------------------------------------------------------------- Context engines
 
 
@@ -349,7 +371,7 @@ def register_tool_call_formats(register: RegisterComponent) -> None:
 
 
 @hookspec
-def register_prompt_sections(register: RegisterComponent) -> None:
+def register_prompt_sections(register: RegisterPromptSection) -> None:
     """Contribute system-prompt sections, or replace built-in ones by name.
 
     Called once per runtime. ``register(name, render, *, minimal=None)``: ``render(context)``

@@ -611,3 +611,30 @@ async def test_hook_before_agent_reply_raising_plugin_does_not_claim(runtime_fac
 
     assert result.ok and result.text == "the model answered"
     assert ("broken", "before_agent_reply") in [(f.plugin, f.hook) for f in result.faults]
+
+
+def test_hook_register_plugin_settings(runtime_factory):
+    from pydantic import BaseModel
+
+    class GreeterSettings(BaseModel):
+        greeting: str = "Hello"
+        retries: int = 2
+
+    seen = []
+
+    class Plugin:
+        @hookimpl
+        def register_plugin_settings(self, register):
+            register("greeter", GreeterSettings)
+
+        @hookimpl
+        def runtime_configured(self, runtime):
+            seen.append(runtime.plugin_settings("greeter", GreeterSettings))
+
+    config = {"plugins": {"settings": {"greeter": {"greeting": "Hi"}}}}
+    runtime = runtime_factory(config, plugins=[("greeter", Plugin())])
+    assert seen == [GreeterSettings(greeting="Hi", retries=2)]  # ready before runtime_configured
+    assert runtime.plugin_settings("greeter").greeting == "Hi"
+    bad = {"plugins": {"settings": {"greeter": {"retries": "many"}}}}
+    with pytest.raises(ConfigurationError, match=r"settings\.greeter\] retries: .*'greeter'"):
+        runtime_factory(bad, plugins=[("greeter", Plugin())])

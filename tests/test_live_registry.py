@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from openclaw_runtime._files import _pid_alive as pid_alive
 from openclaw_runtime.runner.attempt_input import plan_attempt_input
 from openclaw_runtime.runner.live import (
     LiveRunHandle,
@@ -19,7 +20,7 @@ from openclaw_runtime.runner.live import (
     decide_live_message,
     validate_live_text,
 )
-from openclaw_runtime.runner.live_inbox import FileLiveInbox, pid_alive
+from openclaw_runtime.runner.live_inbox import FileLiveInbox
 from openclaw_runtime.runner.live_run import live_inbox_of
 from openclaw_runtime.runner.steering_store import JsonFileSteeringStore
 

@@ -6,7 +6,7 @@ import pytest
 
 from openclaw_runtime import hookimpl, tool
 from openclaw_runtime.messages import ToolCall, ToolResultMessage
-from openclaw_runtime.testing import FakeProvider, fake_model, text
+from openclaw_runtime.testing import FakeProvider, FakeProviderPlugin, text
 
 pytestmark = pytest.mark.anyio
 
@@ -22,16 +22,7 @@ async def test_plain_text_tool_call_is_executed_through_the_runtime(runtime_fact
     provider.reply(text('{"name": "lookup", "arguments": {"query": "otters"}}'))
     provider.reply("Otters hold hands while sleeping.")
 
-    class Plugin:
-        @hookimpl
-        def register_providers(self, register):
-            register("fake", provider.stream_fn)
-
-        @hookimpl
-        def register_models(self, register):
-            register(fake_model())
-
-    runtime = runtime_factory(plugins=[("fake-provider", Plugin())])
+    runtime = runtime_factory(plugins=[("fake-provider", FakeProviderPlugin(provider))])
     agent = runtime.create_agent(model="fake/fake-model", tools=[lookup])
     await agent.prompt("Tell me about otters")
 

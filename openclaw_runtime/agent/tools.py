@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_type_hints
 
 import anyio.to_thread
-import jsonschema
 from pydantic import TypeAdapter, create_model
 
 from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds, loads_untrusted
@@ -250,6 +249,8 @@ def _validator_for(schema: Mapping[str, Any]) -> Any:
     cached = _validator_cache.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
+    import jsonschema  # lazy: start-up time (≈ 25 ms; only a tool call with a schema needs it)
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     validator = cls(schema)
     if len(_validator_cache) > 1024:

@@ -32,6 +32,7 @@ from .lanes import (
 from .sessions import Session, SessionIndex, SessionIndexEntry, SessionStore
 from .steering import (
     LiveInbox,
+    LiveInboxLease,
     SteeringLease,
     SteeringStore,
     SteeringStoreError,
@@ -49,6 +50,7 @@ __all__ = [
     "LaneReentryError",
     "LaneTimeoutError",
     "LiveInbox",
+    "LiveInboxLease",
     "Priority",
     "Session",
     "SessionIndex",

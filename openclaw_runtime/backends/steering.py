@@ -23,6 +23,7 @@ from .._exceptions import OpenClawRuntimeError
 __all__ = [
     "DeliveryStatus",
     "LiveInbox",
+    "LiveInboxLease",
     "PendingFinalDeliveryPayload",
     "Runs",
     "SteeringLease",
@@ -260,3 +261,14 @@ class LiveInbox(Protocol):
     ) -> bool: ...
 
     async def owned(self, session_id: str) -> bool: ...
+
+
+@runtime_checkable
+class LiveInboxLease(Protocol):
+    """Optional, for a ``LiveInbox`` whose ownership is a lease with a TTL (no pid to check
+    across machines): while the run is live, its process calls ``renew`` every
+    ``renew_every_s`` seconds; False means another run owns the inbox now (stop renewing)."""
+
+    renew_every_s: float
+
+    async def renew(self, session_id: str, run_id: str) -> bool: ...

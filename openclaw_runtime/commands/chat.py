@@ -6,6 +6,10 @@ openclaw-runtime chat``); the prompt marker is only shown on a terminal. On a te
 with ``--steer``) a line typed while the answer streams is steered into it, and Ctrl-C
 cancels the answer, not the chat (``chat_live``). One runtime serves the
 whole conversation, so its lanes, HTTP connections and auth ledger are shared by every turn.
+
+Each turn ends with its usage line on stderr. The exit code tells a script whether the chat
+achieved anything (``chat_exit_code``): 1 when every turn failed, 0 when at least one
+succeeded or none ran; turns cancelled with Ctrl-C count neither way.
 """
 
 from __future__ import annotations
@@ -20,20 +24,20 @@ import click
 
 from .._runtime import Runtime
 from ..config import RuntimeConfig
-from ._common import command_errors, load_config
+from ._common import EXIT_FAILED, command_errors, load_config
 from .chat_live import LineReader, run_live_turn
 from .run import (
     THINKING_LEVELS,
     TurnPrinter,
     max_tokens_option,
     model_options,
-    report_failure,
+    report_turn_end,
     request_options,
 )
 from .run import session_options as _session_options
 from .sessions import describe_compaction
 
-__all__ = ["chat"]
+__all__ = ["chat", "chat_exit_code"]
 
 HELP = """commands:
   /session   show the session id and where its transcript is written
@@ -51,6 +55,14 @@ class _Chat:
     options: dict[str, Any] = field(default_factory=dict)
     events: bool = False
     steer: bool = False
+    succeeded: int = 0
+    failed: int = 0
+
+
+def chat_exit_code(succeeded: int, failed: int) -> int:
+    """1 when the chat ran turns and every one failed; 0 otherwise (one success is enough,
+    and a chat of only commands, or of turns cancelled with Ctrl-C, failed at nothing)."""
+    return EXIT_FAILED if failed > 0 and succeeded == 0 else 0
 
 
 @click.command()
@@ -92,6 +104,9 @@ def chat(
     live = sys.stdin.isatty() if steer is None else steer
     state = _Chat(session_id, session_key, options, events, live)
     anyio.run(_loop, config, state)
+    code = chat_exit_code(state.succeeded, state.failed)
+    if code:
+        sys.exit(code)
 
 
 async def _loop(config: RuntimeConfig, state: _Chat) -> None:
@@ -141,8 +156,11 @@ async def _turn(runtime: Runtime, state: _Chat, prompt: str, lines: LineReader |
     result, cancelled = await run_live_turn(runtime, run, session_id=session_id, lines=lines)
     printer.finish(result)
     state.session_id = result.session_id
-    if not result.ok and not cancelled:
-        report_failure(result)
+    report_turn_end(result, printer, cancelled=cancelled)
+    if result.ok:
+        state.succeeded += 1
+    elif not cancelled:
+        state.failed += 1
 
 
 async def _command(runtime: Runtime, state: _Chat, text: str) -> bool:

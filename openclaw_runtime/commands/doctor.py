@@ -2,7 +2,8 @@
 
 It checks what a first run would trip over, in the order it would trip: the config, the
 state directory, the plugins (load errors, hook faults recorded by any process, quarantines,
-component-name clashes, a damaged fault record set aside), the default model and fallbacks
+component-name clashes, a damaged fault record set aside, their ``[plugins.settings.*]``
+tables), the default model and fallbacks
 (registered, with a provider that speaks their API, with a key), the context engine, and
 every auth profile's credential (resolvable or not — never the value), and state files that
 were found damaged and set aside (``*.corrupt-*``; a warning each). Exit 1 on any fail.
@@ -101,6 +102,21 @@ def _plugins(runtime: Runtime) -> list[Check]:
         rows.append(
             Check("warn", "plugin faults", f"damaged fault record kept aside as {damaged}")
         )
+    return rows
+
+
+def _plugin_settings(runtime: Runtime) -> list[Check]:
+    """One row per ``[plugins.settings.<name>]`` table: its validated values (credentials
+    masked), or a warning when no loaded plugin declares it. Invalid tables never get here:
+    the runtime refuses them and the ``plugins`` row names the plugin and the key."""
+    rows = []
+    for name, entry in runtime.describe_plugin_settings().items():
+        if entry["plugin"] is None:
+            detail = f"[plugins.settings.{name}] is set but no loaded plugin declares it"
+            rows.append(Check("warn", "plugin settings", detail))
+            continue
+        values = ", ".join(f"{k}={v!r}" for k, v in entry["values"].items()) or "no keys"
+        rows.append(Check("ok", "plugin settings", f"{name} ({entry['plugin']}): {values}"))
     return rows
 
 
@@ -336,6 +352,7 @@ def run_checks(ctx: click.Context) -> list[Check]:
         model_rows = _models(runtime, profiles)
         engine = anyio.run(_context_engine, runtime)
         plugin_rows = _plugins(runtime)  # last: resolution above may record hook faults
+        plugin_rows += _plugin_settings(runtime)
         aside_rows = _set_aside(runtime)  # after _auth: reading a damaged ledger sets it aside
     finally:
         runtime.close()

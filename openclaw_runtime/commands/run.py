@@ -28,15 +28,19 @@ from ._common import (
     safe,
     safe_json,
 )
+from .progress import Status, next_status
+from .style import StyledLines
 from .timeline import AnswerWriter, StatusSpinner, describe_event, text_delta
 
 __all__ = [
     "TurnPrinter",
     "max_tokens_option",
     "model_options",
+    "report_turn_end",
     "request_options",
     "run",
     "session_options",
+    "turn_usage_line",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -115,11 +119,14 @@ class TurnPrinter:
         self.events = events
         self.answer = AnswerWriter(lambda: sys.stdout)
         self.spinner = StatusSpinner(enabled=None if spinner else False)
+        self.status = Status()
+        self.lines = StyledLines()
 
     def __call__(self, event: Event) -> None:
         delta = text_delta(event)
         if delta is not None:
             if self.stream_answer:
+                self.status = next_status(self.status, "text_delta")
                 self.spinner.hide()
                 self.answer.write(delta)
             return
@@ -131,22 +138,16 @@ class TurnPrinter:
 
     def _track_progress(self, event: Event) -> None:
         kind = event.type
-        if kind == "attempt_start":
-            if self.answer.written and not self.answer.at_line_start:
-                self.answer.end_line()  # a retry after partial text starts on its own line
-            target = f"{getattr(event, 'provider', '')}/{getattr(event, 'model', '')}"
-            self._show(f"waiting for {target}…")
-        elif kind == "tool_execution_start":
-            self._show(f"running {getattr(event, 'tool_name', 'a tool')}…")
-        elif kind == "tool_execution_end":
-            self._show("waiting for the model…")
-        elif kind == "compaction_start":
-            self._show("compacting the session…")
-        elif kind == "retry_scheduled":
-            delay = getattr(event, "delay_ms", 0) or 0
-            self._show(f"retrying in {delay / 1000:.1f} s…")
-        elif kind in ("compaction_end", "run_end"):
+        if kind == "attempt_start" and self.answer.written and not self.answer.at_line_start:
+            self.answer.end_line()  # a retry after partial text starts on its own line
+        status = next_status(self.status, kind, event)
+        if status == self.status:
+            return
+        self.status = status
+        if status.label is None:
             self.spinner.hide()
+        else:
+            self._show(status.label)
 
     def _same_terminal(self) -> bool:
         return sys.stdout.isatty() and sys.stderr.isatty()
@@ -161,7 +162,7 @@ class TurnPrinter:
         if self._same_terminal():
             self.answer.end_line()  # never split an answer line
         label = self.spinner.hide_for_line()
-        click.echo(safe(line), err=True)
+        self.lines.echo(safe(line))
         if label is not None:
             self.spinner.show(label)
 
@@ -174,23 +175,41 @@ class TurnPrinter:
             self.answer.end_line()
 
 
-def report_failure(result: RunResult) -> None:
+def turn_usage_line(result: RunResult) -> str | None:
+    """The usage line after a turn: always after a successful one (tokens, and the cost when
+    the model is priced); after a failed one only when its model calls spent tokens."""
+    if not result.ok and not result.usage.total_tokens:
+        return None
+    return format_usage_line(result.usage)
+
+
+def report_turn_end(result: RunResult, printer: TurnPrinter, *, cancelled: bool = False) -> None:
+    """What ends a streamed turn on stderr: the usage line, then (failed) the error lines."""
+    line = turn_usage_line(result)
+    if line is not None:
+        printer.lines.echo(line)
+    if not result.ok and not cancelled:
+        report_failure(result, printer.lines)
+
+
+def report_failure(result: RunResult, lines: StyledLines | None = None) -> None:
     """The error payload and one ``error:`` line on stderr (secrets masked); a payload that
     only repeats the error's message is not printed twice."""
+    out = lines if lines is not None else StyledLines()
     error = result.error
     for payload in result.payloads:
         if not (payload.is_error and payload.text):
             continue
         if error is not None and payload.text.removeprefix("⚠️ ").strip() == error.message:
             continue
-        click.echo(safe(payload.text), err=True)
+        out.echo(safe(payload.text))
     if error is not None:
         reason = f", {error.reason}" if error.reason else ""
-        click.echo(f"error: the run failed ({error.kind}{reason}): {safe(error.message)}", err=True)
+        out.echo(f"error: the run failed ({error.kind}{reason}): {safe(error.message)}")
     else:
         outcome = result.outcome
         message = outcome.error or "the run did not complete"
-        click.echo(f"error: the run failed ({outcome.reason}): {safe(message)}", err=True)
+        out.echo(f"error: the run failed ({outcome.reason}): {safe(message)}")
 
 
 async def run_turn(
@@ -269,9 +288,6 @@ def run(
         click.echo(safe_json(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         printer.finish(result)
-        if result.ok:
-            click.echo(format_usage_line(result.usage), err=True)
+        report_turn_end(result, printer)
     if not result.ok:
-        if not as_json:
-            report_failure(result)
         sys.exit(EXIT_FAILED)

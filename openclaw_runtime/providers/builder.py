@@ -91,10 +91,14 @@ class MessageBuilder:
             open_block = self._open("text", TextContent(text=""), out)
             self._current_text = open_block
         # hot path inlined: one dict write per token (the field is already set, so going
-        # around pydantic's __setattr__ changes nothing but the cost)
+        # around pydantic's __setattr__ changes nothing but the cost); the field is emptied
+        # while appending so the string has one owner and CPython extends it in place
         fields = open_block.block.__dict__
-        if not open_block.pending and len(fields["text"]) < _LARGE_TEXT:
-            fields["text"] += delta
+        text = fields["text"]
+        if not open_block.pending and len(text) < _LARGE_TEXT:
+            fields["text"] = ""
+            text += delta
+            fields["text"] = text
         else:
             self._append(open_block, "text", delta)
         out.append(TextDelta(open_block.index, delta, self.message))
@@ -254,8 +258,11 @@ class MessageBuilder:
 
     def _append(self, open_block: _OpenBlock, attr: str, delta: str) -> None:
         fields = open_block.block.__dict__
-        if not open_block.pending and len(fields[attr]) < _LARGE_TEXT:
-            fields[attr] += delta
+        value = fields[attr]
+        if not open_block.pending and len(value) < _LARGE_TEXT:
+            fields[attr] = ""  # one owner: CPython extends the string in place
+            value += delta
+            fields[attr] = value
             return
         open_block.pending.append(delta)
         if len(open_block.pending) >= _BATCH:

@@ -2,9 +2,11 @@
 
 * ``HTTPClientPool`` keeps one pooled ``httpx.AsyncClient`` per event loop, because a client's
   connections belong to the loop (asyncio or trio) that opened them.
-* ``guarded()`` runs one network step (opening the request, reading one chunk) inside a
-  cancel scope that fires on the run's abort signal or when the idle deadline passes, and
-  says which of the two happened — the scope never spans a ``yield`` of the provider.
+* ``guarded()`` runs one network step (opening the request; reading one chunk where the
+  transport offers no socket) inside a cancel scope that fires on the run's abort signal or
+  when the idle deadline passes, and says which of the two happened — the scope never spans a
+  ``yield`` of the provider. A streamed body normally needs no scope per read:
+  ``stream_chunks`` uses ``body_watch`` (one idle deadline and one abort hook per stream).
 * ``Timeouts`` are the three knobs users tune: connect, read (until the response starts) and
   idle (the longest silence allowed once the body streams).
 """
@@ -23,6 +25,7 @@ import sniffio
 
 from ..abort import AbortSignal
 from ..llm import StreamOptions
+from .body_watch import body_watch
 
 __all__ = [
     "DRAIN_LIMIT",
@@ -109,12 +112,18 @@ async def stream_chunks(
     complete: Callable[[], bool] | None = None,
     drain_s: float = 1.0,
 ) -> AsyncGenerator[bytes, None]:
-    """The decoded body, one network read at a time, each read under the abort/idle guard.
+    """The decoded body, one network read at a time, under the abort signal and idle deadline.
 
     Decoded: a server that honours our ``accept-encoding`` (httpx sends ``gzip, deflate``, and
     ``br``/``zstd`` when those packages are installed) compresses its SSE stream or error body;
     ``aiter_bytes`` undoes that content encoding, ``aiter_raw`` would hand the decoders gzip
     bytes that no event or JSON can be read from.
+
+    The idle deadline costs nothing per read: it is the transport's own read timeout, which
+    every read re-arms and which is switched from the header wait (``Timeouts.read``) to the
+    idle limit once the body starts (``body_watch``). The abort signal shuts the connection's
+    socket down, which wakes a pending read at once. Where neither is possible (a transport
+    without a socket, e.g. ``httpx.MockTransport``), each read runs under ``guarded()``.
 
     Once ``complete()`` says the message is whole, the rest of the body (normally nothing but
     its end, read so the connection can be reused) gets ``drain_s`` of silence and 64 KiB at
@@ -124,23 +133,39 @@ async def stream_chunks(
     """
     drained = 0
     raw = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    async with aclosing(raw) as chunks:
-        while True:
-            done = complete is not None and complete()
-            try:
-                chunk = await guarded(chunks.__anext__, signal, drain_s if done else idle)
-            except StopAsyncIteration:
-                return
-            except (Aborted, IdleTimeout, httpx.HTTPError):
+    watch = body_watch(response, signal, idle)
+    try:
+        async with aclosing(raw) as chunks:
+            while True:
+                done = complete is not None and complete()
+                try:
+                    if done or watch is None:
+                        chunk = await guarded(chunks.__anext__, signal, drain_s if done else idle)
+                    else:
+                        if signal is not None and signal.aborted:
+                            raise Aborted()
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except (Aborted, IdleTimeout, httpx.HTTPError) as exc:
+                    if done:
+                        return
+                    if watch is not None and not isinstance(exc, Aborted | IdleTimeout):
+                        cause = watch.cause(exc)
+                        if cause == "aborted":
+                            raise Aborted() from None
+                        if cause == "idle":
+                            raise IdleTimeout() from None
+                    raise
                 if done:
-                    return
-                raise
-            if done:
-                drained += len(chunk)
-                if drained > DRAIN_LIMIT:
-                    return
-            if chunk:
-                yield chunk  # trailing data still reaches the caller (usage may come late)
+                    drained += len(chunk)
+                    if drained > DRAIN_LIMIT:
+                        return
+                if chunk:
+                    yield chunk  # trailing data still reaches the caller (usage may come late)
+    finally:
+        if watch is not None:
+            watch.close()
 
 
 async def read_body_capped(

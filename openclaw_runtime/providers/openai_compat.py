@@ -203,6 +203,7 @@ class OpenAICompatProvider:
             source = stream_chunks(
                 response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
             )
+            loads, apply = orjson.loads, state.chunk  # the per-event calls, bound once
             async with aclosing(source) as chunks:
                 async for chunk in chunks:
                     if done:
@@ -210,17 +211,20 @@ class OpenAICompatProvider:
                     if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
                         sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
                         received = len(sniffed)
-                    for sse in decoder.feed(chunk):
-                        if sse.data == b"[DONE]":
+                    for data, _name, _id in decoder.feed(chunk):
+                        if data == b"[DONE]":
                             done = True
                             break
                         try:
-                            decoded = orjson.loads(sse.data)
+                            decoded = loads(data)
                         except orjson.JSONDecodeError:
-                            state.failure = ProviderFailure(f"{_MALFORMED}: {sse.text[:200]}")
+                            text = data.decode("utf-8", errors="replace")
+                            state.failure = ProviderFailure(f"{_MALFORMED}: {text[:200]}")
                             break
-                        state.chunk(decoded, out)
-                        if out:
+                        apply(decoded, out)
+                        if len(out) == 1:  # the usual: one delta per chunk
+                            yield out.pop()
+                        elif out:
                             for event in out:
                                 yield event
                             out.clear()

@@ -26,6 +26,9 @@ __all__ = [
 
 _NO_FINISH = "Stream ended without finish_reason"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+#: A choice / delta with only these keys is plain streamed text (``chunk``'s hot path).
+_PLAIN_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
+_PLAIN_DELTA_KEYS = frozenset({"content", "role", "refusal"})
 
 
 # --------------------------------------------------------------------------- response
@@ -96,7 +99,7 @@ class ChatCompletionStreamState:
         self.events_seen += 1
         if type(chunk) is not dict:
             return
-        # hot path: a plain content delta, nothing else in the chunk
+        # hot path: a plain content delta, nothing else in the chunk (key sets compared in C)
         choices = chunk.get("choices")
         if choices and "usage" not in chunk and "error" not in chunk:
             choice = choices[0]
@@ -104,12 +107,9 @@ class ChatCompletionStreamState:
             if (
                 delta
                 and choice.get("finish_reason") is None
-                and "usage" not in choice
-                and "tool_calls" not in delta
+                and choice.keys() <= _PLAIN_CHOICE_KEYS
+                and delta.keys() <= _PLAIN_DELTA_KEYS
                 and type(delta.get("content")) is str
-                and "reasoning_content" not in delta
-                and "reasoning" not in delta
-                and "reasoning_text" not in delta
                 and not delta.get("refusal")
                 and self.builder.message.response_id is not None
             ):

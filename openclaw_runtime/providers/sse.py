@@ -19,6 +19,11 @@ from typing import NamedTuple
 
 __all__ = ["SSEDecoder", "SSEEvent", "aiter_sse"]
 
+_BLANK = [b""]
+_new_event = tuple.__new__  # builds an SSEEvent without the NamedTuple's Python-level __new__
+#: Unfinished bytes kept as they came; past this, their complete lines are consumed.
+_RESCAN_LIMIT = 64 * 1024
+
 
 class SSEEvent(NamedTuple):
     """One dispatched event: its ``event`` name (``message`` by default) and raw data."""
@@ -56,12 +61,52 @@ class SSEDecoder:
             buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             if hold:
                 buffer += b"\r"
-        lines = buffer.split(b"\n")
-        self._buffer = lines.pop()
+        # whole events end with a blank line: split on it, and an event that is one
+        # ``data: `` line (what model APIs send) is dispatched without walking its lines
+        blocks = buffer.split(b"\n\n")
+        rest = blocks.pop()
+        clean = not self._data and self._event is None and self._id is None
+        last_id = self._last_id
+        count = len(blocks)
+        if (
+            clean
+            and count
+            and buffer.count(b"\n") - rest.count(b"\n") == 2 * count  # one line per block
+            and buffer.startswith(b"data: ")
+            and buffer.count(b"\n\ndata: ") - rest.startswith(b"data: ") == count - 1
+        ):
+            # every block is one ``data: `` line: the shape model APIs stream
+            self._buffer = rest
+            if len(rest) > _RESCAN_LIMIT and b"\n" in rest:
+                return self._consume_tail(
+                    rest, [_new_event(SSEEvent, (b[6:], "message", last_id)) for b in blocks]
+                )
+            return [_new_event(SSEEvent, (block[6:], "message", last_id)) for block in blocks]
         events: list[SSEEvent] = []
+        for block in blocks:
+            if clean and block.startswith(b"data: ") and b"\n" not in block:
+                events.append(_new_event(SSEEvent, (block[6:], "message", last_id)))
+            else:
+                self._lines(block.split(b"\n"), events)
+                self._lines(_BLANK, events)  # the blank line that ended the block
+                clean = True
+                last_id = self._last_id
+        self._buffer = rest
+        if len(rest) > _RESCAN_LIMIT and b"\n" in rest:
+            return self._consume_tail(rest, events)
+        return events
+
+    def _consume_tail(self, rest: bytes, events: list[SSEEvent]) -> list[SSEEvent]:
+        """A long run of lines without a blank one: consume them, keep the last."""
+        lines = rest.split(b"\n")
+        self._buffer = lines.pop()
+        self._lines(lines, events)
+        return events
+
+    def _lines(self, lines: list[bytes], events: list[SSEEvent]) -> None:
         data = self._data
         for line in lines:
-            if line.startswith(b"data: "):  # the hot path: one data line per event
+            if line.startswith(b"data: "):
                 data.append(line[6:])
             elif not line:
                 if len(data) == 1 and self._event is None and self._id is None:
@@ -73,13 +118,14 @@ class SSEDecoder:
                 continue
             else:
                 self._field(line)
-        return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch a last event that lacked its blank line."""
         events: list[SSEEvent] = []
-        tail = self._buffer.rstrip(b"\r")
+        lines = self._buffer.split(b"\n")
         self._buffer = b""
+        tail = lines.pop().rstrip(b"\r")
+        self._lines(lines, events)
         if tail and tail[0] != 0x3A:
             self._field(tail)
         self._dispatch(events)

@@ -39,6 +39,7 @@ from .finalize import (
     MAX_BEFORE_AGENT_FINALIZE_REVISIONS,
     request_finalize_revision,
 )
+from .finalize_steer import STEERED_BEFORE_FINALIZE, steer_before_finalize
 from .recovery import POST_COMPACTION_LOOP_REPEATS
 from .request import RunErrorInfo
 from .retry_instructions import (
@@ -336,6 +337,12 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                     MAX_MISSING_ASSISTANT_RETRIES,
                 )
             )
+            return RETRY
+        steered = await steer_before_finalize(
+            run, revisions_so_far=counters.before_agent_finalize, payload_count=payload_count
+        )
+        if steered:  # a waiting steer wins over finalization: the hook is not asked
+            await run.emit(RetryScheduled(attempt_no, STEERED_BEFORE_FINALIZE, steered, 0))
             return RETRY
         revision = await request_finalize_revision(
             run,

@@ -44,6 +44,7 @@ from ..context.lifecycle_policy import (
 from ..redaction import package_logger
 from .background import spawn_background
 from .lane_policy import resolve_session_lane
+from .session_ops import transcript_rewriter
 
 if TYPE_CHECKING:
     from ..backends import Session
@@ -77,19 +78,6 @@ def maintenance_runtime_context(
     """What ``maintain`` may call back: transcript rewrites on ``session`` and, when summary
     models are given, the runtime's own compaction of it."""
 
-    async def rewrite_transcript_entries(
-        replacements: Any = None, **kwargs: Any
-    ) -> MaintenanceResult:
-        wanted = replacements if replacements is not None else kwargs.get("replacements", {})
-        result = await session.rewrite_transcript_entries(wanted)
-        await session.flush()
-        return MaintenanceResult(
-            changed=result.changed,
-            bytes_freed=result.bytes_freed,
-            rewritten_entries=result.rewritten_entries,
-            reason=result.reason,
-        )
-
     compact_session: Callable[..., Awaitable[CompactResult]] | None = None
     if summary_models:
 
@@ -110,7 +98,7 @@ def maintenance_runtime_context(
         current_token_count=current_token_count,
         allow_deferred_compaction_execution=background,
         compact_session=compact_session,
-        rewrite_transcript_entries=rewrite_transcript_entries,
+        rewrite_transcript_entries=transcript_rewriter(session),
     )
 
 

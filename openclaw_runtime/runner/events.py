@@ -153,8 +153,8 @@ class ProfileRotated(Event):
 class RetryScheduled(Event):
     """The same model is tried again (``kind``: rate_limit, empty_response, reasoning_only,
     missing_assistant, silent_error, overflow_retry, compaction_continuation, idle_timeout,
-    before_agent_finalize),
-    after ``delay_ms``."""
+    before_agent_finalize, steered_before_finalize: a live message waited when the run would
+    end; ``count`` messages, ``limit`` 0 = unbounded), after ``delay_ms``."""
 
     type: ClassVar[str] = "retry_scheduled"
     attempt: int

@@ -49,6 +49,7 @@ from .._files import (
     load_or_set_aside,
     remove_stale_temps,
 )
+from .._flock import FlockLock
 from ..backends.lanes import LaneLease, Priority, is_session_lane
 from ..redaction import package_logger
 from .file_lane_policy import (
@@ -119,8 +120,8 @@ class FileLaneStore:
         """The record of ``lane`` (its lock is ``<path>.lock``)."""
         return self.directory / _lane_file_name(lane)
 
-    def _lock(self, path: Path, timeout: float) -> filelock.BaseFileLock:
-        return filelock.FileLock(f"{path}.lock", timeout=timeout, mode=0o600)
+    def _lock(self, path: Path, timeout: float) -> FlockLock:
+        return FlockLock(f"{path}.lock", timeout=timeout, mode=0o600)
 
     def _read(self, path: Path) -> FileLaneState:
         return load_or_set_aside(

@@ -14,8 +14,13 @@ not consulted again and the last answer is accepted, so a plugin that always rev
 keep a run going. Only a completed turn with a visible answer is offered to the hook (not an
 error, an abort, or an empty reply).
 
+A steered (or follow-up) message that waits when the run would end wins over finalization:
+the hook is not consulted and the run goes on with the message (``finalize_step``, wired by
+``finalize_steer``).
+
 The decisions are pure functions (``normalize_finalize_decision``, ``merge_finalize_decisions``,
-``build_before_agent_finalize_retry_prompt``); ``request_finalize_revision`` wires them.
+``build_before_agent_finalize_retry_prompt``, ``finalize_step``); ``request_finalize_revision``
+wires them.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "FinalizeDecision",
     "FinalizingRun",
     "build_before_agent_finalize_retry_prompt",
+    "finalize_step",
     "merge_finalize_decisions",
     "normalize_finalize_decision",
     "request_finalize_revision",
@@ -123,6 +129,39 @@ def should_consult_finalize_hook(
 ) -> bool:
     """Ask the hook only while the budget lasts and when there is an answer to judge."""
     return payload_count > 0 and revisions_so_far < limit
+
+
+FinalizeStep = Literal["steer", "consult", "accept"]
+
+
+def finalize_step(
+    *,
+    message_queued: bool,
+    revisions_so_far: int,
+    payload_count: int,
+    limit: int = MAX_BEFORE_AGENT_FINALIZE_REVISIONS,
+) -> FinalizeStep:
+    """What a run that would end does next (OpenClaw: a queued user message wins over
+    finalization).
+
+    | message queued | budget left | answer | step    |
+    | -------------- | ----------- | ------ | ------- |
+    | yes            | any         | any    | steer   |
+    | no             | yes         | yes    | consult |
+    | no             | no          | any    | accept  |
+    | no             | any         | none   | accept  |
+
+    ``message_queued``: a steered or follow-up message waits for the run. ``steer``: the run
+    goes on with it (``finalize_steer``) and the hook is not asked about this answer;
+    ``consult``: ask ``before_agent_finalize``.
+    """
+    if message_queued:
+        return "steer"
+    if should_consult_finalize_hook(
+        revisions_so_far=revisions_so_far, payload_count=payload_count, limit=limit
+    ):
+        return "consult"
+    return "accept"
 
 
 class FinalizingRun(Protocol):

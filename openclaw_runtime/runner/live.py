@@ -239,6 +239,22 @@ class LiveRunRegistry:
             del self._keys[handle.session_key]
         return True
 
+    def rekey(self, handle: LiveRunHandle, new_session_id: str) -> bool:
+        """``handle``'s run moved to ``new_session_id`` (a compaction successor): register it
+        there, drop the old id, point its session key at the new id. False (nothing changed)
+        when ``handle`` is not the registered run, or another run holds the new id."""
+        old = handle.session_id
+        if self._runs.get(old) is not handle:
+            return False
+        if self._runs.get(new_session_id) not in (None, handle):
+            return False
+        del self._runs[old]
+        handle.session_id = new_session_id
+        self._runs[new_session_id] = handle
+        if handle.session_key:
+            self._keys[handle.session_key] = new_session_id
+        return True
+
     def session_id_for(self, session_key: str) -> str | None:
         """The session id of the active run registered under ``session_key``."""
         return self._keys.get(session_key)

@@ -24,28 +24,20 @@ import anyio
 import filelock
 import orjson
 
+from .._files import _pid_alive
+from .._flock import FlockLock
 from ..backends.steering import SteeringStoreError
 from ..redaction import package_logger, redact
 from ..transcript import validate_session_id
 
-__all__ = ["FileLiveInbox", "pid_alive"]
+__all__ = ["FileLiveInbox"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live_inbox"))
 
+#: Session ids whose inbox paths are kept (cleared whole when full: a cache, not a registry).
+_PATH_MEMO_SIZE = 4096
+
 LiveMessage = tuple[Literal["steer", "follow_up"], str]
-
-
-def pid_alive(pid: int) -> bool:
-    """Is a process with ``pid`` running on this machine?"""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class FileLiveInbox:
@@ -54,15 +46,23 @@ class FileLiveInbox:
     def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.directory = Path(directory).expanduser()
         self.lock_timeout = lock_timeout
+        self._path_memo: dict[str, tuple[Path, Path, Path]] = {}
 
     def _paths(self, session_id: str) -> tuple[Path, Path, Path]:
-        name = validate_session_id(session_id)
-        base = self.directory
-        return base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+        # a run asks five times (open, three polls, close): validate and join once
+        paths = self._path_memo.get(session_id)
+        if paths is None:
+            name = validate_session_id(session_id)
+            base = self.directory
+            paths = base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+            if len(self._path_memo) >= _PATH_MEMO_SIZE:
+                self._path_memo.clear()
+            self._path_memo[session_id] = paths
+        return paths
 
-    def _lock(self, path: Path, timeout: float | None = None) -> filelock.FileLock:
+    def _lock(self, path: Path, timeout: float | None = None) -> FlockLock:
         wait = self.lock_timeout if timeout is None else timeout
-        return filelock.FileLock(path, timeout=wait, mode=0o600)
+        return FlockLock(path, timeout=wait, mode=0o600)
 
     def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
         owner, inbox, lock = self._paths(session_id)
@@ -127,7 +127,7 @@ class FileLiveInbox:
         def apply(owner: Path, inbox: Path) -> bool:
             current = _read_owner(owner)
             pid = current.get("pid") if current else None
-            if not isinstance(pid, int) or not pid_alive(pid):
+            if not isinstance(pid, int) or not _pid_alive(pid):
                 return False
             line = orjson.dumps({"kind": kind, "text": redact(text)}) + b"\n"
             with inbox.open("ab") as handle:
@@ -141,7 +141,7 @@ class FileLiveInbox:
         owner, _inbox, _lock = self._paths(session_id)
         current = _read_owner(owner)
         pid = current.get("pid") if current else None
-        return isinstance(pid, int) and pid_alive(pid)
+        return isinstance(pid, int) and _pid_alive(pid)
 
     # async faces -------------------------------------------------------------------------------
 

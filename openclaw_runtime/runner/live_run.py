@@ -3,9 +3,10 @@
 ``live_run_scope`` wraps the part of a run that holds the session: it builds the run's
 ``LiveRunHandle`` (whose abort controller becomes the run's abort signal, fired also by the
 request's own signal), registers it, opens the session's inbox in the steering store when the
-store has one (``LiveInbox``: messages from other processes), and undoes all of it when the
-run ends, whatever ends it. Messages another process managed to append after the run's last
-drain are logged (count only) and dropped; the run had already answered.
+store has one (``LiveInbox``: messages from other processes; an inbox owned under a lease,
+``LiveInboxLease``, is renewed by a background task while the run lives), and undoes all of
+it when the run ends, whatever ends it. Messages another process managed to append after the
+run's last drain are logged (count only) and dropped; the run had already answered.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..backends.steering import LiveInbox
+from ..backends.steering import LiveInbox, LiveInboxLease
 from ..redaction import package_logger
 from .live import LiveRunHandle
+from .live_follow import keep_inbox_alive, live_inbox_of
 
 if TYPE_CHECKING:
     from .run_state import RunState
@@ -29,12 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["live_inbox_of", "live_run_scope"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live"))
-
-
-def live_inbox_of(store: object) -> LiveInbox | None:
-    """The steering store's inbox for live messages across processes, if it has one."""
-    inbox = getattr(store, "live_inbox", None)
-    return inbox if isinstance(inbox, LiveInbox) else None
 
 
 @asynccontextmanager
@@ -63,7 +59,8 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 inbox = None
             else:
                 handle.remote = partial(inbox.take, run.session_id)
-        yield handle
+        async with _renewing(handle, inbox):
+            yield handle
     finally:
         registry.clear(handle)
         if handle.pending():
@@ -72,10 +69,11 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 handle.pending(),
                 run.session_id,
             )
-        if inbox is not None:
+        if inbox is not None and handle.remote is not None:
             with anyio.CancelScope(shield=True):
                 try:
-                    late = await inbox.close(run.session_id, run.run_id)
+                    # the handle's id: a compaction successor may have moved the run
+                    late = await inbox.close(handle.session_id, run.run_id)
                 except Exception as exc:
                     logger.warning("cannot close the live-message inbox: %s", exc)
                     late = []
@@ -85,3 +83,23 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                     len(late),
                     run.session_id,
                 )
+
+
+@asynccontextmanager
+async def _renewing(handle: LiveRunHandle, inbox: LiveInbox | None) -> AsyncIterator[None]:
+    """Renew a leased inbox in the background for the block (nothing for other inboxes)."""
+    if inbox is None or handle.remote is None or not isinstance(inbox, LiveInboxLease):
+        yield
+        return
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_inbox_alive, handle, inbox)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the block's own exception, not wrapped by the renewal task group
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

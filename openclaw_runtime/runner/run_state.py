@@ -45,6 +45,7 @@ from .events import (
     PluginQuarantined,
     ToolResultsTruncated,
 )
+from .live_follow import follow_successor, live_inbox_of
 from .reply_stream import reply_observer_for
 from .request import RunRequest
 from .run_usage import UsageAccumulator
@@ -381,6 +382,13 @@ class RunState:
                 if successor is not None:
                     self._continue_on(successor)
                     session = successor
+                    if self.live is not None:  # steer & co. follow the run to its new id
+                        await follow_successor(
+                            self.live,
+                            self.services.live_runs,
+                            live_inbox_of(self.services.steering_store),
+                            successor.session_id,
+                        )
             await session.flush()
         except BaseException as exc:
             unfinished = f"compaction did not complete: {type(exc).__name__}: {exc}"

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "compact_with_engine",
     "set_aside_failed_tail",
     "set_aside_orphan_user_message",
+    "transcript_rewriter",
     "truncate_oversized_tool_results_in_session",
 ]
 
@@ -49,6 +50,23 @@ __all__ = [
 def branch_messages_with_entries(session: Session) -> list[tuple[dict[str, Any], Any]]:
     """(entry, message) for every message of the active context, in order."""
     return messages_with_entries(session, session.get_branch())
+
+
+def transcript_rewriter(session: Session) -> Callable[..., Awaitable[MaintenanceResult]]:
+    """The ``rewrite_transcript_entries`` callback an engine's runtime context offers for
+    ``session``: rewrite, flush, and report what changed."""
+
+    async def rewrite_transcript_entries(
+        replacements: Any = None, **kwargs: Any
+    ) -> MaintenanceResult:
+        wanted = replacements if replacements is not None else kwargs.get("replacements", {})
+        result = await session.rewrite_transcript_entries(wanted)
+        await session.flush()
+        return MaintenanceResult(
+            result.changed, result.bytes_freed, result.rewritten_entries, result.reason
+        )
+
+    return rewrite_transcript_entries
 
 
 async def compact_with_engine(
@@ -92,16 +110,6 @@ async def compact_with_engine(
             abort_signal=kwargs.get("abort_signal", abort_signal),
         )
 
-    async def rewrite_transcript_entries(
-        replacements: Any = None, **kwargs: Any
-    ) -> MaintenanceResult:
-        wanted = replacements if replacements is not None else kwargs.get("replacements", {})
-        result = await session.rewrite_transcript_entries(wanted)
-        await session.flush()
-        return MaintenanceResult(
-            result.changed, result.bytes_freed, result.rewritten_entries, result.reason
-        )
-
     params = CompactParams(
         session_id=session.session_id,
         session_file=str(session.path),
@@ -114,7 +122,7 @@ async def compact_with_engine(
             token_budget=token_budget,
             current_token_count=current_token_count,
             compact_session=compact_session,
-            rewrite_transcript_entries=rewrite_transcript_entries,
+            rewrite_transcript_entries=transcript_rewriter(session),
         ),
         abort_signal=abort_signal,
     )

@@ -4,34 +4,21 @@ Opt in from a ``conftest.py``::
 
     pytest_plugins = ["openclaw_runtime.testing"]
 
-Fixtures:
-
-* ``anyio_backend`` — every ``@pytest.mark.anyio`` test runs on asyncio *and* trio;
-* ``plugin_manager`` — a fresh manager with hookspecs and built-ins, no entry points;
-* ``register_plugin`` — register a plugin for one test (on ``plugin_manager`` and on every
-  runtime built by ``runtime_factory``); unregistered at teardown;
-* ``hook_recorder`` — records every hook call the host makes;
-* ``runtime_factory`` — builds a ``Runtime`` from an in-memory config, without entry points;
-* ``fake_provider`` — a scripted ``FakeProvider``;
-* ``local_http_server`` — a real HTTP server on 127.0.0.1 answering from a script
-  (``ScriptedReply``, ``Pause``, ``HANG``), counting client disconnects;
-* ``openai_server`` — a ``FaultInjectingOpenAIServer``: an OpenAI-compatible endpoint with a
-  deterministic brain (answers, tool calls, summaries) that fails on demand (``Fault``: rate
-  limits, overloads, context overflow, cut streams, hangs...), scripted ``Reply``-s, key
-  behaviours and seeded chaos; every request recorded as a ``ServedRequest``.
+Fixtures (docs/testing-plugins.md has the full table): ``anyio_backend`` (asyncio *and*
+trio; trio skipped with a reason when not installed), ``plugin_manager``, ``register_plugin``,
+``hook_recorder``, ``runtime_factory``, ``fake_provider``, ``local_http_server``,
+``openai_server``. The ``pytest11`` plugin (``pytest_plugin``, loaded automatically) adds
+``openclaw_state_dir``, ``fault_server`` and ``openclaw_runtime_fake`` (a ``FakeRuntime``: the
+fake provider registered on a real ``Runtime``, so runs take the whole pipeline).
 
 Fixtures and contract mixins need pytest; everything else imports without it.
 
-Contract mixins: ``ContextEngineContract``, ``TranscriptSanitizerContract`` and
-``StreamRepairerContract`` (inherit, provide a ``context_engine`` / ``sanitizer`` /
-``stream_repairer`` fixture). Backend contracts, one per protocol of
-``openclaw_runtime.backends``: ``LaneBackendContract``, ``AuthStoreContract``,
-``SteeringStoreContract``, ``SessionIndexContract``, ``SessionStoreContract`` (provide a
-``lane_backend`` / ``auth_store`` / ``steering_store`` / ``session_index`` /
-``session_store`` fixture; see docs/backends.md).
-
-Also: the recorders ``EventRecorder`` / ``HookRecorder`` and the fakes of
-``openclaw_runtime.providers.fake`` (docs/testing-plugins.md lists them all).
+Contract mixins, one per pluggable kind: ``ContextEngineContract``,
+``TranscriptSanitizerContract``, ``StreamRepairerContract``, ``ToolCallFormatContract``,
+``FailoverClassifierContract``, ``ProviderContract``, and one per backend protocol
+(``LaneBackendContract``, ``AuthStoreContract``, ``SteeringStoreContract``,
+``SessionIndexContract``, ``SessionStoreContract``; see docs/backends.md).
+``registered_component`` fetches a plugin's component from a real runtime for a fixture.
 """
 
 from __future__ import annotations
@@ -49,6 +36,8 @@ from ..providers.fake import (
     thinking,
     tool_call,
 )
+from ._contract_support import registered_component
+from .fake_runtime import FakeProviderPlugin, FakeRuntime
 from .fakes import fake_model, scripted_stream
 from .openai_server import Fault, FaultInjectingOpenAIServer, KeyBehavior, Reply, ServedRequest
 from .plugin_set import PluginSet
@@ -56,11 +45,12 @@ from .recorders import EventRecorder, HookRecorder, event_label
 from .server import HANG, LocalHTTPServer, Pause, RecordedRequest, ScriptedReply, sse_body
 
 __all__ = [
-    "HANG", "EventRecorder", "FakeError", "FakeProvider", "FakeRequest", "FakeResponse",
-    "Fault", "FaultInjectingOpenAIServer", "HookRecorder", "KeyBehavior", "LocalHTTPServer",
+    "HANG", "EventRecorder", "FakeError", "FakeProvider", "FakeProviderPlugin", "FakeRequest",
+    "FakeResponse", "FakeRuntime", "Fault", "FaultInjectingOpenAIServer", "HookRecorder",
+    "KeyBehavior", "LocalHTTPServer",
     "Pause", "PluginSet", "RecordedRequest", "Reply", "ScriptedReply", "ServedRequest",
-    "delay", "event_label", "fake_model", "gate", "scripted_stream", "sse_body", "text",
-    "thinking", "tool_call",
+    "delay", "event_label", "fake_model", "gate", "registered_component", "scripted_stream",
+    "sse_body", "text", "thinking", "tool_call",
 ]  # fmt: skip
 
 # The fixtures and contract mixins import pytest: re-export them only where pytest exists, so
@@ -90,11 +80,15 @@ if importlib.util.find_spec("pytest") is not None:
         TranscriptSanitizerContract,
         sample_transcript,
     )
+    from .failover_contract import FailoverClassifierContract
+    from .format_contract import ToolCallFormatContract
+    from .provider_contract import ProviderContract
 
     __all__ += [
-        "AuthStoreContract", "ContextEngineContract", "LaneBackendContract",
-        "SessionIndexContract", "SessionStoreContract", "SteeringStoreContract",
-        "StreamRepairerContract", "TranscriptSanitizerContract", "anyio_backend",
+        "AuthStoreContract", "ContextEngineContract", "FailoverClassifierContract",
+        "LaneBackendContract", "ProviderContract", "SessionIndexContract",
+        "SessionStoreContract", "SteeringStoreContract", "StreamRepairerContract",
+        "ToolCallFormatContract", "TranscriptSanitizerContract", "anyio_backend",
         "fake_provider", "hook_recorder", "local_http_server", "openai_server",
         "plugin_manager", "register_plugin", "runtime_factory", "sample_transcript",
     ]  # fmt: skip

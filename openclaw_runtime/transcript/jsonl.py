@@ -28,6 +28,7 @@ import orjson
 
 from .._exceptions import TranscriptError
 from .._files import _fsync_dir, _write_temp, atomic_write
+from .._flock import FlockLock
 from ..redaction import contains_secret, redact_bytes, redact_data
 
 __all__ = [
@@ -317,7 +318,7 @@ def session_lock(
         finally:
             held[key] -= 1
         return
-    lock = filelock.FileLock(str(session_lock_path(session_file)), timeout=timeout)
+    lock = FlockLock(session_lock_path(session_file), timeout=timeout)
     try:
         lock.acquire()
     except filelock.Timeout as exc:

@@ -17,7 +17,7 @@ from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
 
 FORBIDDEN_WORD = "forbidden"
-HELLO_MODEL = Model(id="greeter", api="hello", provider="hello", context_window=8_000)
+HELLO_MODEL = Model(id="greeter", api="hello", provider="hello", context_window=32_000)
 
 
 def hello_stream_fn(

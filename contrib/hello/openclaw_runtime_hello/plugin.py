@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openclaw_runtime import RunBlock, hookimpl
-from openclaw_runtime._types import RegisterComponent, RegisterModel
+from openclaw_runtime.types import RegisterComponent, RegisterModel
 
 from ._provider import FORBIDDEN_WORD, HELLO_MODEL, hello_stream_fn
 

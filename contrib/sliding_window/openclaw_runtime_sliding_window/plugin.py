@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openclaw_runtime import hookimpl
-from openclaw_runtime._types import RegisterComponent
+from openclaw_runtime.types import RegisterComponent
 
 from ._engine import SlidingWindowEngine
 

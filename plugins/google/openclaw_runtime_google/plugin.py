@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_runtime import hookimpl
-from openclaw_runtime._types import RegisterComponent, RegisterModel
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
 from openclaw_runtime.providers.catalog import catalog_aliases, catalog_models
 from openclaw_runtime.transcript import TranscriptPolicy
+from openclaw_runtime.types import RegisterComponent, RegisterModel
 
 from ._failover import GOOGLE_FAILOVER_OWNER
 from ._provider import GeminiProvider

@@ -11,7 +11,8 @@ Select them in ``openclaw-runtime.toml``::
 
 All backends of one runtime share one ``RedisConnection`` (one pool), made on first use from
 ``OPENCLAW_RUNTIME_REDIS_URL`` (``OPENCLAW_RUNTIME_REDIS_PREFIX``, default ``openclaw:``;
-``OPENCLAW_RUNTIME_REDIS_LEASE_MS``, default 30000) and closed by the runtime's ``aclose()``
+``OPENCLAW_RUNTIME_REDIS_LEASE_MS``, default 30000, the lanes' lease and the live inbox's owner
+lease) and closed by the runtime's ``aclose()``
 (every backend's ``aclose`` closes the shared pool; closing twice is harmless).
 """
 
@@ -93,7 +94,7 @@ class _SessionStore(_Closing, RedisSessionStore):
 FACTORIES: dict[str, Callable[[Any], Any]] = {
     "lanes": lambda rt: _Lanes(connection_for(rt), lease_ms=_lease_ms()),
     "auth_store": lambda rt: _AuthStore(connection_for(rt), profiles=rt.config.auth.profiles),
-    "steering_store": lambda rt: _SteeringStore(connection_for(rt)),
+    "steering_store": lambda rt: _SteeringStore(connection_for(rt), live_ttl_ms=_lease_ms()),
     "session_index": lambda rt: _SessionIndex(connection_for(rt)),
     "session_store": lambda rt: _SessionStore(
         connection_for(rt), durability="none", warn=logger.warning

@@ -16,6 +16,9 @@ policy the file store runs also runs here, and the versioned compare-and-set mak
 atomic: a worker
 killed between lease and ack leaves its items ``in_progress`` with their lease time, and the
 next lease after 5 minutes takes them again (neither lost nor delivered twice).
+
+The store's ``live_inbox`` (``live_inbox.RedisLiveInbox``) carries live ``steer`` /
+``follow_up`` messages to a run held by another worker.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from openclaw_runtime.runner.steering_store import RecordsSteeringStore
 
 from ._atomic import cas_update
 from ._conn import RedisConnection
+from .live_inbox import DEFAULT_LIVE_TTL_MS, RedisLiveInbox
 
 __all__ = ["RedisSteeringStore"]
 
@@ -82,8 +86,10 @@ class RedisSteeringStore(RecordsSteeringStore):
     """``SteeringStore`` on Redis (see the module doc for the layout and why); ``put`` /
     ``lease`` / ``ack`` / ``release`` come from ``RecordsSteeringStore``: the core's policy."""
 
-    def __init__(self, conn: RedisConnection) -> None:
+    def __init__(self, conn: RedisConnection, *, live_ttl_ms: int = DEFAULT_LIVE_TTL_MS) -> None:
         self.conn = conn
+        #: ``Runtime.steer`` / ``follow_up`` to a run of another worker (``live_inbox``)
+        self.live_inbox = RedisLiveInbox(conn, ttl_ms=live_ttl_ms)
         self.key = conn.key("steering", "runs")
         self.version_key = conn.key("steering", "ver")
         self._cas = conn.script(CAS)
