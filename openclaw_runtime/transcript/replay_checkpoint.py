@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import weakref
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -207,16 +208,33 @@ class ReplayCheckpointer:
 
     ``restore`` is called by the session's ``IncrementalSanitizer`` when it has nothing
     cached (a cold start); ``record`` by the session after its lines reached the file.
+    The session and the sanitizer are held weakly: the session holds this object, and a
+    reference back would make every closed session cyclic garbage (its whole history kept
+    until a full collection of the cyclic GC, which then scans it).
     """
 
     def __init__(self, source: CheckpointSource, sanitizer: IncrementalSanitizer) -> None:
-        self._source = source
-        self._sanitizer = sanitizer
+        self._source_ref = weakref.ref(source)
+        self._sanitizer_ref = weakref.ref(sanitizer)
         self._tried = False
         self._recorded: tuple[str, int] | None = None
         #: How many messages the cold start took from the side file (0: none).
         self.restored = 0
         sanitizer.restore = self.restore
+
+    @property
+    def _source(self) -> CheckpointSource:
+        source = self._source_ref()
+        if source is None:
+            raise RuntimeError("the session of this replay checkpoint is gone")
+        return source
+
+    @property
+    def _sanitizer(self) -> IncrementalSanitizer:
+        sanitizer = self._sanitizer_ref()
+        if sanitizer is None:
+            raise RuntimeError("the sanitizer of this replay checkpoint is gone")
+        return sanitizer
 
     def restore(self, messages: Sequence[Any], key: tuple[Any, ...]) -> int:
         """How many leading ``messages`` are known to sanitize to themselves (0: none)."""

@@ -1,9 +1,10 @@
-"""The token estimator's per-message memo never keeps a message alive.
+"""A closed session's history leaves memory with it, by reference counting alone.
 
-It used to hold strong references to up to 100 000 messages: the histories of sessions long
-closed stayed in memory, and every full collection of the cyclic GC scanned them (a warm
-10 000-message turn that ran after other sessions paid for it, 0.5-1 s when a full
-collection landed in it).
+Two things used to keep it: the token estimator's per-message memo held strong references
+to up to 100 000 messages, and the replay checkpointer pointed back at its session (a
+reference cycle: every closed session waited for a full collection of the cyclic GC). The
+histories of sessions long closed stayed in memory, and every full collection scanned them:
+a warm 10 000-message turn that ran after other sessions paid 0.5-1 s when one landed in it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from openclaw_runtime import Runtime
 from openclaw_runtime.context import tokens
 from openclaw_runtime.context.tokens import estimate_message_token_pressure
 from openclaw_runtime.messages import TextContent, UserMessage
+from openclaw_runtime.transcript.store import SessionManager
 from tests.run_support import ProbeProvider, probe_config
 
 
@@ -102,3 +104,30 @@ async def test_a_closed_session_leaves_no_message_behind(tmp_path: Path) -> None
         assert [ref() for ref in alive] == [None] * 6
     finally:
         await runtime.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_closed_session_is_freed_without_the_cyclic_gc(tmp_path: Path) -> None:
+    """Opened, replayed (its sanitizer and checkpoint used), recorded and closed: the session
+    object and its messages go as soon as the last reference does."""
+    path = tmp_path / "s.jsonl"
+    writer = await SessionManager.create(path, session_id="s", cwd="/w", durability="none")
+    for index in range(40):
+        await writer.append_message(UserMessage(content=f"question {index}", timestamp=index))
+    await writer.aclose()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        session = SessionManager.open_sync(path, durability="none")
+        messages = session.build_session_context().messages
+        session.replay_checkpoint.restore(messages, ("key",))
+        session.replay_checkpoint.record(force=True)
+        await session.aclose()
+        alive = weakref.ref(session)
+        first = weakref.ref(messages[0])
+        del session, messages
+        assert alive() is None
+        assert first() is None
+    finally:
+        if enabled:
+            gc.enable()
