@@ -35,6 +35,7 @@ __all__ = [
     "SAFETY_MARGIN",
     "TOOL_RESULT_CHARS_PER_TOKEN",
     "TokenEstimator",
+    "boundary_token_pressure",
     "estimate_llm_boundary_token_pressure",
     "estimate_message_token_pressure",
     "estimate_rendered_llm_boundary_token_pressure",
@@ -136,7 +137,16 @@ def estimate_llm_boundary_token_pressure(
         system_prompt = params.get("systemPrompt", params.get("system_prompt", system_prompt))
         prompt = params.get("prompt", prompt)
     history = sum(estimate_message_token_pressure(message) for message in messages)
-    total = history + _system_tokens(system_prompt) + _prompt_tokens(prompt)
+    return boundary_token_pressure(history, system_prompt=system_prompt, prompt=prompt)
+
+
+def boundary_token_pressure(
+    history_tokens: int, *, system_prompt: str | None = None, prompt: str = ""
+) -> int:
+    """``estimate_llm_boundary_token_pressure`` for a history whose per-message estimates
+    (``estimate_message_token_pressure``) sum to ``history_tokens``: a caller that keeps a
+    running sum over a growing history does not re-add every message."""
+    total = history_tokens + _system_tokens(system_prompt) + _prompt_tokens(prompt)
     return max(0, math.ceil(total * SAFETY_MARGIN))
 
 

@@ -12,7 +12,10 @@ on the next cold start:
 * ``fingerprint``: one policy and one sanitizer set (names, orders, this package's version);
 * ``entries`` / ``file_bytes`` / ``file_crc``: the session file as it was when the prefix was
   read: its first ``file_bytes`` bytes (CRC-32) holding its first ``entries`` entries;
-* ``ids_digest``: the ids of the entries the ``n`` messages came from, in order.
+* ``ids_digest``: the ids of the entries the ``n`` messages came from, in order;
+* ``tokens`` / ``token_scheme`` (optional): the sum of the ``n`` messages' token estimates and
+  the estimator it belongs to (a string the runner chooses, ``runner.history_tokens``), so a
+  cold start does not re-estimate a history it only reads.
 
 A cold start takes the first ``n`` messages as already sanitized only if all of it still
 holds: same fingerprint, the file's first bytes unchanged (another writer only appended),
@@ -22,6 +25,12 @@ assistant turn after it). Anything else (a rewrite, a compaction, a moved leaf, 
 policy or plugin set, a missing or unreadable side file) falls back to the full pipeline,
 so the result is always the full pipeline's. The side file is a cache: it is written
 atomically but not fsynced; losing it costs one slow turn, never a wrong one.
+
+Recording is incremental: the CRC of the file's first bytes is carried forward from the last
+record (or the cold start's check) over the bytes appended since, so a turn end reads only
+what it wrote. Should the file's head have been rewritten in place meanwhile, the recorded
+CRC is of the bytes read before, and the next cold start (which CRCs the file as it is)
+ignores the checkpoint: a slow turn, never a wrong one.
 """
 
 from __future__ import annotations
@@ -29,10 +38,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import operator
 import os
 import weakref
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -63,6 +73,7 @@ _FORMAT = 1
 #: closing session always records its latest prefix
 _STEP_SHARE = 16
 _MIN_STEP = 32
+_UNREAD = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +86,8 @@ class ReplayCheckpoint:
     file_bytes: int
     file_crc: int
     ids_digest: str
+    tokens: int | None = None
+    token_scheme: str | None = None
 
 
 def checkpoint_path(session_path: str | Path) -> Path:
@@ -132,6 +145,9 @@ def read_checkpoint(path: Path) -> ReplayCheckpoint | None:
         )
     except KeyError:
         return None
+    tokens, scheme = data.get("tokens"), data.get("tokenScheme")
+    if type(tokens) is int and tokens >= 0 and isinstance(scheme, str):
+        checkpoint = dataclasses.replace(checkpoint, tokens=tokens, token_scheme=scheme)
     ints = (checkpoint.messages, checkpoint.entries, checkpoint.file_bytes, checkpoint.file_crc)
     if not all(type(v) is int and v >= 0 for v in ints):
         return None
@@ -142,37 +158,44 @@ def read_checkpoint(path: Path) -> ReplayCheckpoint | None:
 
 def write_checkpoint(path: Path, checkpoint: ReplayCheckpoint) -> None:
     """Write ``checkpoint`` atomically (a temporary file renamed over ``path``)."""
-    data = orjson.dumps(
-        {
-            "format": _FORMAT,
-            "fingerprint": checkpoint.fingerprint,
-            "messages": checkpoint.messages,
-            "entries": checkpoint.entries,
-            "fileBytes": checkpoint.file_bytes,
-            "fileCrc": checkpoint.file_crc,
-            "idsDigest": checkpoint.ids_digest,
-        }
-    )
+    record: dict[str, Any] = {
+        "format": _FORMAT,
+        "fingerprint": checkpoint.fingerprint,
+        "messages": checkpoint.messages,
+        "entries": checkpoint.entries,
+        "fileBytes": checkpoint.file_bytes,
+        "fileCrc": checkpoint.file_crc,
+        "idsDigest": checkpoint.ids_digest,
+    }
+    if checkpoint.tokens is not None and checkpoint.token_scheme is not None:
+        record["tokens"] = checkpoint.tokens
+        record["tokenScheme"] = checkpoint.token_scheme
+    data = orjson.dumps(record)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)
 
 
-def _file_prefix_crc(path: Path, length: int, state: tuple[int, int]) -> int | None:
+def _file_prefix_crc(
+    path: Path, length: int, state: tuple[int, int], known: tuple[int, int] = (0, 0)
+) -> int | None:
     """CRC-32 of the first ``length`` bytes, if the file is still the one of ``state``
-    (inode, size) before and after reading."""
+    (inode, size) before and after reading. ``known``: the CRC of a shorter prefix
+    (``(bytes, crc)``) to carry forward: only the bytes after it are read."""
+    start, crc = known if known[0] <= length else (0, 0)
     try:
         with open(path, "rb") as handle:
             before = os.fstat(handle.fileno())
             if (before.st_ino, before.st_size) != state:
                 return None
-            data = handle.read(length)
+            handle.seek(start)
+            data = handle.read(length - start)
             after = os.fstat(handle.fileno())
     except OSError:
         return None
-    if len(data) != length or (after.st_ino, after.st_size) != state:
+    if len(data) != length - start or (after.st_ino, after.st_size) != state:
         return None
-    return zlib.crc32(data)
+    return zlib.crc32(data, crc)
 
 
 def _sources(
@@ -218,8 +241,17 @@ class ReplayCheckpointer:
         self._sanitizer_ref = weakref.ref(sanitizer)
         self._tried = False
         self._recorded: tuple[str, int] | None = None
+        #: the side file as this object first read it (``_UNREAD``: not read yet)
+        self._checkpoint: object = _UNREAD
+        #: the leading messages found to be the checkpoint's (same objects, same entries)
+        self._verified: list[Any] | None = None
+        #: (inode, bytes, CRC) of the file's head as last checked or recorded
+        self._crc: tuple[int, int, int] | None = None
         #: How many messages the cold start took from the side file (0: none).
         self.restored = 0
+        #: Set by the runner (``runner.history_tokens``): the token estimate of a prefix of
+        #: the history as ``(scheme, tokens)``, recorded with it (``None``: not known).
+        self.prefix_tokens: Callable[[Sequence[Any]], tuple[str, int] | None] | None = None
         sanitizer.restore = self.restore
 
     @property
@@ -241,18 +273,16 @@ class ReplayCheckpointer:
         if self._tried:
             return 0
         self._tried = True
-        path = checkpoint_path(self._source.path)
-        checkpoint = read_checkpoint(path)
+        checkpoint = self._load()
         if checkpoint is None:
             return 0
         count = checkpoint.messages
         fingerprint = key_fingerprint(key)
         why = _mismatch(checkpoint, fingerprint, len(messages))
         if why is None:
-            entries, state, cache = self._source.replay_sources()
-            why = self._check_file(checkpoint, entries, state)
-            if why is None:
-                why = _check_messages(checkpoint, messages, entries, cache)
+            why = self._prefix_problem(checkpoint, messages)
+        if why is None and not boundary_holds_after(messages, count):
+            why = "the checkpoint is no longer a stable boundary"
         if why is not None:
             logger.debug("replay checkpoint of %s not used: %s", self._source.path.name, why)
             return 0
@@ -260,15 +290,48 @@ class ReplayCheckpointer:
         self.restored = count
         return count
 
-    def _check_file(
-        self, checkpoint: ReplayCheckpoint, entries: list[Any], state: tuple[int, int]
-    ) -> str | None:
+    def known_tokens(self, messages: Sequence[Any], scheme: str) -> tuple[int, int] | None:
+        """``(n, tokens)``: the checkpoint's first ``n`` messages are ``messages[:n]`` and
+        their token estimates, by ``scheme``, sum to ``tokens``; ``None`` when not known."""
+        checkpoint = self._load()
+        if checkpoint is None or checkpoint.tokens is None or checkpoint.token_scheme != scheme:
+            return None
+        if not 0 < checkpoint.messages <= len(messages):
+            return None
+        why = self._prefix_problem(checkpoint, messages)
+        if why is not None:
+            logger.debug("replay checkpoint tokens of %s not used: %s", self._source.path.name, why)
+            return None
+        return checkpoint.messages, checkpoint.tokens
+
+    def _load(self) -> ReplayCheckpoint | None:
+        """The side file, read once (a cold start asks for it twice)."""
+        if self._checkpoint is _UNREAD:
+            self._checkpoint = read_checkpoint(checkpoint_path(self._source.path))
+        return self._checkpoint if isinstance(self._checkpoint, ReplayCheckpoint) else None
+
+    def _prefix_problem(self, checkpoint: ReplayCheckpoint, messages: Sequence[Any]) -> str | None:
+        """Why ``messages`` do not start with the checkpoint's messages made from the same
+        entries of the unchanged file head (``None``: they do); checked once per objects."""
+        count = checkpoint.messages
+        verified = self._verified
+        if (
+            verified is not None
+            and len(verified) == count <= len(messages)
+            and all(map(operator.is_, verified, messages[:count]))
+        ):
+            return None
+        entries, state, cache = self._source.replay_sources()
         if len(entries) < checkpoint.entries or state[1] < checkpoint.file_bytes:
             return "the session is shorter than when it was recorded"
         crc = _file_prefix_crc(self._source.path, checkpoint.file_bytes, state)
         if crc != checkpoint.file_crc:
             return "the session file changed"
-        return None
+        self._crc = (state[0], checkpoint.file_bytes, checkpoint.file_crc)
+        why = _check_messages(checkpoint, messages, entries, cache)
+        if why is None:
+            self._verified = list(messages[:count])
+        return why
 
     def due(self) -> bool:
         """Whether the sanitized prefix moved on since the last record (or restore)."""
@@ -300,11 +363,22 @@ class ReplayCheckpointer:
         sources = _sources(prefix, entries, cache)
         if sources is None:
             return
-        crc = _file_prefix_crc(self._source.path, state[1], state)
+        known = self._crc
+        carried = (known[1], known[2]) if known is not None and known[0] == state[0] else (0, 0)
+        crc = _file_prefix_crc(self._source.path, state[1], state, carried)
         if crc is None:
             return
+        counted = None if self.prefix_tokens is None else self.prefix_tokens(prefix)
+        scheme, tokens = counted if counted is not None else (None, None)
         checkpoint = ReplayCheckpoint(
-            fingerprint, len(prefix), len(entries), state[1], crc, ids_digest(sources)
+            fingerprint,
+            len(prefix),
+            len(entries),
+            state[1],
+            crc,
+            ids_digest(sources),
+            tokens,
+            scheme,
         )
         try:
             write_checkpoint(checkpoint_path(self._source.path), checkpoint)
@@ -312,6 +386,7 @@ class ReplayCheckpointer:
             logger.warning("could not record the replay checkpoint: %s", type(exc).__name__)
             return
         self._recorded = (fingerprint, len(prefix))
+        self._crc = (state[0], state[1], crc)
 
 
 def _mismatch(checkpoint: ReplayCheckpoint, fingerprint: str, available: int) -> str | None:
@@ -335,6 +410,4 @@ def _check_messages(
         return "a message not made from an entry the checkpoint covers"
     if ids_digest(sources) != checkpoint.ids_digest:
         return "the history starts with other entries"
-    if not boundary_holds_after(messages, count):
-        return "the checkpoint is no longer a stable boundary"
     return None
