@@ -119,11 +119,10 @@ def key_fingerprint(key: tuple[Any, ...]) -> str:
 
 def ids_digest(entries: Sequence[Mapping[str, Any]]) -> str:
     """The digest of the entries' ids, in order."""
-    hasher = hashlib.sha256()
-    for entry in entries:
-        hasher.update(str(entry.get("id")).encode())
-        hasher.update(b"\n")
-    return hasher.hexdigest()
+    # one update over every id and its newline (the digest of the same bytes as hashing
+    # them id by id, at a fraction of the calls)
+    text = "".join([f"{entry.get('id')}\n" for entry in entries])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def read_checkpoint(path: Path) -> ReplayCheckpoint | None:
