@@ -44,7 +44,7 @@ from .projection import ToolResultProjectionState
 from .tokens import (
     CHARS_PER_TOKEN_ESTIMATE,
     TokenEstimator,
-    estimate_boundary_token_pressure_from_history,
+    boundary_token_pressure,
     estimate_message_token_pressure,
 )
 from .truncation import (
@@ -409,7 +409,7 @@ class _HistoryTokens:
         else:
             self._messages = list(messages)
             self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
-        return estimate_boundary_token_pressure_from_history(
+        return boundary_token_pressure(
             self._tokens, system_prompt=system_prompt, prompt=prompt
         )
 

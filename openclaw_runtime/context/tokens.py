@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,7 +35,7 @@ __all__ = [
     "SAFETY_MARGIN",
     "TOOL_RESULT_CHARS_PER_TOKEN",
     "TokenEstimator",
-    "estimate_boundary_token_pressure_from_history",
+    "boundary_token_pressure",
     "estimate_llm_boundary_token_pressure",
     "estimate_message_token_pressure",
     "estimate_rendered_llm_boundary_token_pressure",
@@ -136,17 +137,15 @@ def estimate_llm_boundary_token_pressure(
         system_prompt = params.get("systemPrompt", params.get("system_prompt", system_prompt))
         prompt = params.get("prompt", prompt)
     history = sum(estimate_message_token_pressure(message) for message in messages)
-    return estimate_boundary_token_pressure_from_history(
-        history, system_prompt=system_prompt, prompt=prompt
-    )
+    return boundary_token_pressure(history, system_prompt=system_prompt, prompt=prompt)
 
 
-def estimate_boundary_token_pressure_from_history(
+def boundary_token_pressure(
     history_tokens: int, *, system_prompt: str | None = None, prompt: str = ""
 ) -> int:
-    """:func:`estimate_llm_boundary_token_pressure` for a history whose messages' tokens
-    (:func:`estimate_message_token_pressure`, summed) are already known, e.g. kept up to
-    date across the requests of a tool loop instead of summed again before each."""
+    """``estimate_llm_boundary_token_pressure`` for a history whose per-message estimates
+    (``estimate_message_token_pressure``) sum to ``history_tokens``: a caller that keeps a
+    running sum over a growing history does not re-add every message."""
     total = history_tokens + _system_tokens(system_prompt) + _prompt_tokens(prompt)
     return max(0, math.ceil(total * SAFETY_MARGIN))
 
@@ -184,11 +183,24 @@ def _prompt_tokens(prompt: str) -> int:
 # --------------------------------------------------------------------------- per message
 
 
-#: id(message) → (message, tokens) for models: a history is re-estimated before every
-#: request, and messages are immutable once written, so each is measured once. Bounded
-#: (cleared when full); it keeps at most that many messages alive.
-_MEMO: dict[int, tuple[Any, int]] = {}
+#: id(message) → (weak reference to the message, tokens) for models: a history is
+#: re-estimated before every request, and messages are immutable once written, so each is
+#: measured once. The reference is weak and its entry leaves with the message: the memo
+#: never keeps a message alive (a strong one kept the messages of sessions long closed
+#: alive, up to the limit: a heap that every full collection then scanned). Bounded.
+_MEMO: dict[int, tuple[weakref.ref[Any], int]] = {}
+#: id(reference) → id(message), for the reference's callback
+_KEYS: dict[int, int] = {}
 _MEMO_LIMIT = 100_000
+
+
+def _forget(ref: weakref.ref[Any]) -> None:
+    """A memoized message died: drop its entry (its id may be reused by a new object)."""
+    key = _KEYS.pop(id(ref), None)
+    if key is not None:
+        hit = _MEMO.get(key)
+        if hit is not None and hit[0] is ref:
+            del _MEMO[key]
 
 
 def estimate_message_token_pressure(message: Any) -> int:
@@ -197,12 +209,18 @@ def estimate_message_token_pressure(message: Any) -> int:
         return _estimate_message(message)
     key = id(message)
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is message:
+    if hit is not None and hit[0]() is message:
         return hit[1]
     tokens = _estimate_message(message)
+    try:
+        ref = weakref.ref(message, _forget)
+    except TypeError:  # not weakly referenceable: measured every time
+        return tokens
     if len(_MEMO) >= _MEMO_LIMIT:
         _MEMO.clear()
-    _MEMO[key] = (message, tokens)
+        _KEYS.clear()
+    _MEMO[key] = (ref, tokens)
+    _KEYS[id(ref)] = key
     return tokens
 
 

@@ -29,7 +29,6 @@ from ..agent.types import AgentContext, AgentLoopConfig, TurnContext
 from ..backends import Session
 from ..context import (
     MidTurnPrecheckOptions,
-    estimate_llm_boundary_token_pressure,
     estimate_rendered_llm_boundary_token_pressure,
     format_prompt_too_large_message,
     install_tool_result_context_guard,
@@ -62,6 +61,7 @@ from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
+from .history_tokens import estimate_prompt_tokens
 from .projection_memo import session_projection_memo
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
@@ -237,9 +237,9 @@ async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[
     if spec.plan.mode != "prompt":
         return messages
     prompt_text = spec.plan.prompt or ""
-    # the common case, cheaply: the estimate (memoized per message) fits the budget
-    estimate = estimate_llm_boundary_token_pressure(
-        messages, system_prompt=spec.system_prompt, prompt=prompt_text
+    # the common case, cheaply: the estimate (a running sum per session) fits the budget
+    estimate = estimate_prompt_tokens(
+        session, messages, system_prompt=spec.system_prompt, prompt=prompt_text
     )
     budget, _reserve = resolve_prompt_budget(spec.context_window, spec.reserve_tokens)
     if estimate <= budget:

@@ -247,6 +247,7 @@ class SessionWriter(SessionReader):
                     )
                     self._file_state = (self._file_state[0], size)
                     if external.tree is None and not external.entries:
+                        self.replay_checkpoint.record()  # cheap unless the prefix moved on
                         return None
                     # Others wrote while we buffered: their lines precede ours in the file,
                     # so the tree is rebuilt from the file rather than patched.

@@ -62,6 +62,7 @@ from .wire import role_of, wget
 __all__ = [
     "IncrementalSanitizer",
     "ToolLoopBoundary",
+    "boundary_holds_after",
     "find_stable_boundary",
     "find_tool_loop_boundary",
 ]
@@ -105,6 +106,25 @@ def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
         if role == "user" and index > 0 and not open_calls:
             candidate = index
     return best
+
+
+def boundary_holds_after(messages: Sequence[Any], index: int) -> bool:
+    """Whether ``index`` is a stable boundary, given that it was one for the same
+    ``messages[:index]`` followed by other messages (a persisted checkpoint): what the
+    prefix decides (pairing closed before it) still holds, so only the message at ``index``
+    (a user message, after the compaction's kept messages) and what follows it (a replayed
+    assistant turn) are checked."""
+    if index <= 0 or index >= len(messages) or role_of(messages[index]) != "user":
+        return False
+    if role_of(messages[0]) == "compactionSummary":
+        stamp = parse_timestamp_ms(wget(messages[0], "timestamp"))
+        own = parse_timestamp_ms(wget(messages[index], "timestamp"))
+        if stamp is not None and (own is None or own <= stamp):
+            return False
+    return any(
+        role_of(message) == "assistant" and _is_replayed_turn(message)
+        for message in messages[index + 1 :]
+    )
 
 
 def _is_replayed_turn(message: Any) -> bool:
@@ -257,6 +277,33 @@ class IncrementalSanitizer:
         self._prefix_ids: set[str] = set()
         self._loop: _LoopCache | None = None
         self._seen_sanitizers: tuple[list[Any], list[SanitizerSpec], bool] | None = None
+        #: Called with the history and the cache key when nothing is cached (a cold start):
+        #: how many leading messages are known to sanitize to themselves (a persisted
+        #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
+        self.restore: Callable[[Sequence[Any], tuple[Any, ...]], int] | None = None
+
+    @property
+    def cached_length(self) -> int:
+        """How many leading messages the cache holds (an upper bound of ``stable_prefix``)."""
+        return len(self._inputs) if self._key is not None else 0
+
+    def stable_prefix(self) -> tuple[tuple[Any, ...], list[Any]] | None:
+        """The cache key and the longest cached prefix ending at a stable boundary that the
+        pipeline leaves exactly as it is (the same objects), or ``None``."""
+        if self._key is None or not self._inputs:
+            return None
+        inputs, outputs = self._inputs, self._outputs
+        limit = min(len(inputs), len(outputs))
+        for index in range(limit):
+            if inputs[index] is not outputs[index]:
+                limit = index
+                break
+        if limit == len(inputs) == len(outputs):
+            return self._key, list(inputs)
+        # a boundary strictly before the first change: the pipeline's output for the part
+        # before it is that part (the boundary message itself is still in place)
+        boundary = find_stable_boundary(inputs[:limit])
+        return (self._key, list(inputs[:boundary])) if boundary > 0 else None
 
     def run(
         self,
@@ -286,6 +333,14 @@ class IncrementalSanitizer:
                     self._advance_loop(messages, out, loop)
                     return out
         self._loop = None
+        if self._key is None and self.restore is not None:
+            known = self.restore(messages, key)
+            if known > 0:
+                self._key = key
+                self._inputs = list(messages[:known])
+                self._outputs = list(self._inputs)
+                # the restored prefix's call ids, for the same cross-history check as a warm cache
+                self._prefix_ids = _call_ids(self._inputs)
         start = 0
         head: list[Any] = []
         if (

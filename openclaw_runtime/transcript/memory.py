@@ -83,6 +83,8 @@ def _memory_path(session_id: str) -> Path:
 class MemorySession(SessionRewriter):
     """An open in-memory session (see the module docstring); nothing touches the disk."""
 
+    keeps_replay_checkpoint = False  # not a file: no side file beside it
+
     def __init__(
         self,
         stored: _StoredSession,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 
@@ -30,6 +30,7 @@ from .load import (
     utc_now,
 )
 from .repair import RepairReport
+from .replay_checkpoint import ReplayCheckpointer
 from .session_context import ModelRef, SessionContext, build_session_context, entry_message
 from .tree import SessionTree
 
@@ -52,6 +53,10 @@ def _uncontended_fast_lock() -> anyio.Lock:
 
 class SessionReader:
     """One open session's state and reads; see ``store.SessionManager`` for the whole API."""
+
+    #: Whether the session is a file that may keep a replay checkpoint beside it
+    #: (``transcript.replay_checkpoint``); sessions kept elsewhere (Redis, memory) say no.
+    keeps_replay_checkpoint: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -88,6 +93,10 @@ class SessionReader:
         self._context_cache: tuple[str | None, SessionContext] | None = None
         #: Sanitized replay of this session's history, reused while it only grows.
         self.replay_sanitizer = IncrementalSanitizer()
+        #: Its checkpoint beside the session file, for the first turn after a restart.
+        self.replay_checkpoint = ReplayCheckpointer(
+            self, self.replay_sanitizer, enabled=self.keeps_replay_checkpoint
+        )
         self.closed = False
 
     # reads -------------------------------------------------------------------------------
@@ -195,6 +204,11 @@ class SessionReader:
             cached = entry_message(entry)
             self._message_cache[key] = cached
         return cached
+
+    def replay_sources(self) -> tuple[list[dict[str, Any]], tuple[int, int], dict[int, Any]]:
+        """For ``ReplayCheckpointer``: the entries in file order, the file state they were
+        read from and the message cache (``id(entry)`` → message)."""
+        return self._tree.entries, self._file_state, self._message_cache
 
     def _report(self, text: str) -> None:
         if self._warn is not None:

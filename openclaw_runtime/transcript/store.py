@@ -210,6 +210,15 @@ class SessionManager(SessionRewriter):
             return
         await self.flush()
         self.closed = True
+        if self.replay_checkpoint.due():
+            await anyio.to_thread.run_sync(self._record_replay_checkpoint)
+
+    def _record_replay_checkpoint(self) -> None:
+        try:
+            with session_lock(self.path, timeout=self.lock_timeout):
+                self.replay_checkpoint.record(force=True)
+        except TranscriptError:  # the lock not had in time: a cache, recorded next time
+            pass
 
     async def refresh(self) -> bool:
         """Take in what other writers appended since our last read or write.

@@ -113,6 +113,8 @@ def _tree_from_lines(lines: list[bytes], name: str) -> SessionTree:
 class RedisSessionManager(SessionManager):
     """``SessionManager`` whose transcript lives in a Redis list (see the module doc)."""
 
+    keeps_replay_checkpoint = False  # not a file: no side file beside it
+
     def __init__(
         self,
         conn: RedisConnection,

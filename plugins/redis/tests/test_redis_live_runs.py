@@ -262,3 +262,30 @@ async def test_an_aborted_run_on_redis_gives_its_inbox_up(
     assert not result.ok and result.error is not None and result.error.kind == "aborted"
     assert live_keys(client, redis_prefix) == []
     client.close()
+
+
+@pytest.mark.anyio
+async def test_redis_sessions_keep_no_side_file_in_the_working_directory(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    redis_url: str,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Redis session is no file: closing it after turns whose sanitized prefix moved on
+    records no replay checkpoint (and takes no lock file) beside a relative ``<id>.jsonl``."""
+    for name, value in (("URL", redis_url), ("PREFIX", redis_prefix)):
+        monkeypatch.setenv(f"OPENCLAW_RUNTIME_REDIS_{name}", value)
+    monkeypatch.setenv("OPENCLAW_RUNTIME_PLUGINS", "redis")
+    config = json.loads(write_config(tmp_path / "cfg", server.base_url).read_text())
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    async with Runtime(config) as runtime:
+        for prompt in ("one", "two", "three", "four"):
+            result = await runtime.run(prompt, session_key="chat:side-files")
+            assert result.ok, result.error
+        session = await runtime.session_store.open(result.session_id)
+        assert not session.replay_checkpoint.enabled
+        await session.aclose()
+    assert sorted(p.name for p in cwd.iterdir()) == []
