@@ -5,12 +5,20 @@ assistant-message events (text, reasoning as thinking, tool-call deltas whose id
 repeat on every chunk while arguments arrive in pieces, ``{"error": ...}`` objects inside a
 200 stream, usage chunks) and ends the message with the reason it could or could not finish;
 ``map_finish_reason`` and ``parse_usage`` map OpenAI's fields to ours.
+
+Hot path (``feed``): the SSE data of one network read, applied one chunk per event the consumer
+asks for (so the shared partial message is never ahead of the event in hand). The common chunk,
+a plain content delta, is one chain of dict lookups and an in-place string append
+(``MessageBuilder.append_text``); every other shape goes through ``chunk``'s full walk, and
+``tests/test_openai_stream_fast_path.py`` holds the two to the same events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+import orjson
 
 from ..events import AssistantMessageEvent
 from ..llm import Model
@@ -19,16 +27,16 @@ from .builder import MessageBuilder
 from .errors import EMPTY_STREAM_ERROR, ProviderFailure, failure_from_payload
 
 __all__ = [
+    "MALFORMED_CHUNK",
     "ChatCompletionStreamState",
     "map_finish_reason",
     "parse_usage",
 ]
 
 _NO_FINISH = "Stream ended without finish_reason"
+MALFORMED_CHUNK = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
+_DONE = b"[DONE]"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-#: A choice / delta with only these keys is plain streamed text (``chunk``'s hot path).
-_PLAIN_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
-_PLAIN_DELTA_KEYS = frozenset({"content", "role", "refusal"})
 
 
 # --------------------------------------------------------------------------- response
@@ -77,6 +85,7 @@ class ChatCompletionStreamState:
 
     __slots__ = (
         "builder",
+        "done",
         "events_seen",
         "failure",
         "finish_reason",
@@ -93,29 +102,63 @@ class ChatCompletionStreamState:
         self.failure: ProviderFailure | None = None
         self.events_seen = 0
         self.last_tool_key: object | None = None
+        self.done = False  # ``[DONE]`` came: the rest of the body is drained, not decoded
+
+    def feed(self, payloads: list[bytes]) -> Iterator[AssistantMessageEvent]:
+        """The events of some SSE data payloads (``SSEDecoder.feed_data``), lazily: a chunk is
+        applied when the consumer asks for its events. Stops at ``[DONE]`` (``done`` is set),
+        at a payload that is not JSON and at an ``error`` object (``failure`` is set)."""
+        loads, decode_error = orjson.loads, orjson.JSONDecodeError
+        builder = self.builder
+        append_text, message = builder.append_text, builder.message
+        out: list[AssistantMessageEvent] = []
+        for data in payloads:
+            if data == _DONE:
+                self.done = True
+                return
+            try:
+                chunk = loads(data)
+            except decode_error:
+                text = data.decode("utf-8", errors="replace")
+                self.failure = ProviderFailure(f"{MALFORMED_CHUNK}: {text[:200]}")
+                return
+            self.events_seen += 1
+            # hot path: a plain content delta and nothing else, i.e. what ``_chunk`` would turn
+            # into exactly one ``text()``: one lookup chain, then the keys that could say more
+            try:
+                choice = chunk["choices"][0]
+                delta = choice["delta"]
+                content = delta.get("content")
+            except (KeyError, IndexError, TypeError, AttributeError):
+                content = None
+            if (
+                type(content) is str
+                and len(delta) == 1
+                and not choice.get("finish_reason")
+                and not choice.get("usage")
+                and not chunk.get("usage")
+                and not chunk.get("error")
+                and message.response_id is not None
+            ):
+                event = append_text(content)
+                if event is not None:
+                    yield event
+                    continue
+                if not content:
+                    continue
+            if type(chunk) is dict:
+                self._chunk(chunk, out)
+                if out:
+                    yield from out
+                    out.clear()
+                if self.failure is not None:
+                    return
 
     def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
         """Apply one decoded ``chat.completion.chunk``."""
         self.events_seen += 1
-        if type(chunk) is not dict:
-            return
-        # hot path: a plain content delta, nothing else in the chunk (key sets compared in C)
-        choices = chunk.get("choices")
-        if choices and "usage" not in chunk and "error" not in chunk:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if (
-                delta
-                and choice.get("finish_reason") is None
-                and choice.keys() <= _PLAIN_CHOICE_KEYS
-                and delta.keys() <= _PLAIN_DELTA_KEYS
-                and type(delta.get("content")) is str
-                and not delta.get("refusal")
-                and self.builder.message.response_id is not None
-            ):
-                self.builder.text(delta["content"], out)
-                return
-        self._chunk(chunk, out)
+        if type(chunk) is dict:
+            self._chunk(chunk, out)
 
     def _chunk(self, chunk: dict[str, Any], out: list[AssistantMessageEvent]) -> None:
         error = chunk.get("error")
