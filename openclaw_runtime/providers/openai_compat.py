@@ -202,7 +202,7 @@ class OpenAICompatProvider:
             source = stream_chunks(
                 response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
             )
-            feed, feed_data = state.feed, decoder.feed_data  # the per-read calls, bound once
+            apply, feed_data = state.apply, decoder.feed_data  # the per-read calls, bound once
             async with aclosing(source) as chunks:
                 async for chunk in chunks:
                     if state.done:
@@ -210,8 +210,17 @@ class OpenAICompatProvider:
                     if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
                         sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
                         received = len(sniffed)
-                    for event in feed(feed_data(chunk)):
-                        yield event
+                    for data in feed_data(chunk):
+                        delta = apply(data, out)
+                        if delta is not None:  # the usual: one text delta per chunk
+                            yield delta
+                            continue
+                        if out:
+                            for event in out:
+                                yield event
+                            out.clear()
+                        if state.done or state.failure is not None:
+                            break
                     if state.failure is not None:
                         break
                     if not event_stream and state.events_seen == 0 and received >= _SNIFF_LIMIT:

@@ -6,21 +6,22 @@ repeat on every chunk while arguments arrive in pieces, ``{"error": ...}`` objec
 200 stream, usage chunks) and ends the message with the reason it could or could not finish;
 ``map_finish_reason`` and ``parse_usage`` map OpenAI's fields to ours.
 
-Hot path (``feed``): the SSE data of one network read, applied one chunk per event the consumer
-asks for (so the shared partial message is never ahead of the event in hand). The common chunk,
+Hot path (``apply``): one SSE data payload at a time, applied when the consumer asks for its
+events (so the shared partial message is never ahead of the event in hand). The common chunk,
 a plain content delta, is one chain of dict lookups and an in-place string append
-(``MessageBuilder.append_text``); every other shape goes through ``chunk``'s full walk, and
-``tests/test_openai_stream_fast_path.py`` holds the two to the same events.
+(``MessageBuilder.append_text``) returning its one event; every other shape goes through
+``chunk``'s full walk, and ``tests/test_openai_stream_fast_path.py`` holds the two to the
+same events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from ..events import AssistantMessageEvent
+from ..events import AssistantMessageEvent, TextDelta
 from ..llm import Model
 from ..messages import Cost, Usage
 from .builder import MessageBuilder
@@ -36,6 +37,7 @@ __all__ = [
 _NO_FINISH = "Stream ended without finish_reason"
 MALFORMED_CHUNK = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 _DONE = b"[DONE]"
+_loads = orjson.loads
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
 
@@ -104,55 +106,44 @@ class ChatCompletionStreamState:
         self.last_tool_key: object | None = None
         self.done = False  # ``[DONE]`` came: the rest of the body is drained, not decoded
 
-    def feed(self, payloads: list[bytes]) -> Iterator[AssistantMessageEvent]:
-        """The events of some SSE data payloads (``SSEDecoder.feed_data``), lazily: a chunk is
-        applied when the consumer asks for its events. Stops at ``[DONE]`` (``done`` is set),
-        at a payload that is not JSON and at an ``error`` object (``failure`` is set)."""
-        loads, decode_error = orjson.loads, orjson.JSONDecodeError
-        builder = self.builder
-        append_text, message = builder.append_text, builder.message
-        out: list[AssistantMessageEvent] = []
-        for data in payloads:
-            if data == _DONE:
-                self.done = True
-                return
-            try:
-                chunk = loads(data)
-            except decode_error:
-                text = data.decode("utf-8", errors="replace")
-                self.failure = ProviderFailure(f"{MALFORMED_CHUNK}: {text[:200]}")
-                return
-            self.events_seen += 1
-            # hot path: a plain content delta and nothing else, i.e. what ``_chunk`` would turn
-            # into exactly one ``text()``: one lookup chain, then the keys that could say more
-            try:
-                choice = chunk["choices"][0]
-                delta = choice["delta"]
-                content = delta.get("content")
-            except (KeyError, IndexError, TypeError, AttributeError):
-                content = None
-            if (
-                type(content) is str
-                and len(delta) == 1
-                and not choice.get("finish_reason")
-                and not choice.get("usage")
-                and not chunk.get("usage")
-                and not chunk.get("error")
-                and message.response_id is not None
-            ):
-                event = append_text(content)
-                if event is not None:
-                    yield event
-                    continue
-                if not content:
-                    continue
-            if type(chunk) is dict:
-                self._chunk(chunk, out)
-                if out:
-                    yield from out
-                    out.clear()
-                if self.failure is not None:
-                    return
+    def apply(self, data: bytes, out: list[AssistantMessageEvent]) -> TextDelta | None:
+        """One SSE data payload (from ``SSEDecoder.feed_data``). A plain content delta, the
+        common chunk, returns its one event (the hot path); anything else returns ``None``
+        and appends its events to ``out``. ``[DONE]`` sets ``done``; a payload that is not
+        JSON, or an ``error`` object, sets ``failure``: the caller stops reading there."""
+        if data == _DONE:
+            self.done = True
+            return None
+        try:
+            chunk = _loads(data)
+        except orjson.JSONDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            self.failure = ProviderFailure(f"{MALFORMED_CHUNK}: {text[:200]}")
+            return None
+        self.events_seen += 1
+        # what ``_chunk`` would turn into exactly one ``text()``: one lookup chain, then the
+        # keys that could say more (a tool call, reasoning, a finish, usage, an error)
+        try:
+            choice = chunk["choices"][0]
+            delta = choice["delta"]
+            content = delta.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            content = None
+        if (
+            type(content) is str
+            and len(delta) == 1
+            and not choice.get("finish_reason")
+            and not choice.get("usage")
+            and not chunk.get("usage")
+            and not chunk.get("error")
+            and self.builder.message.response_id is not None
+        ):
+            event = self.builder.append_text(content)
+            if event is not None or not content:
+                return event
+        if type(chunk) is dict:
+            self._chunk(chunk, out)
+        return None
 
     def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
         """Apply one decoded ``chat.completion.chunk``."""

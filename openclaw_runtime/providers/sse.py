@@ -104,26 +104,30 @@ class SSEDecoder:
         """Decode ``chunk``; return the data of the events it completed (names and ids are
         tracked as ``feed`` tracks them, not returned). Equal to ``[e.data for e in feed(chunk)]``.
         """
-        buffer = self._buffer + chunk if self._buffer else chunk
-        end = buffer.rfind(b"\n\n")
-        if (
-            end > 5
-            and buffer.startswith(_DATA)
-            and not self._data
-            and self._event is None
-            and self._id is None
-            and b"\r" not in buffer
+        clean = not self._data and self._event is None and self._id is None
+        if self._buffer:
+            buffer = self._buffer + chunk
+        elif (
+            clean
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk.endswith(b"\n\n")
+            and chunk.startswith(_DATA)
+            and b"\r" not in chunk
         ):
-            # ``data: A\n\ndata: B ... \n\n<rest>``: one split gives A, B, ... when the only
-            # line breaks before the last blank line are the ones between those events
-            head = buffer[6:end]
+            return [chunk[6:-2]]  # one whole event, the shape of a read per event
+        else:
+            buffer = chunk
+        end = buffer.rfind(b"\n\n")
+        if clean and end > 5 and buffer.startswith(_DATA) and b"\r" not in buffer:
             rest = buffer[end + 2 :]
-            payloads = head.split(_NEXT_DATA)
-            if head.count(b"\n") == 2 * len(payloads) - 2 and not (
-                len(rest) > _RESCAN_LIMIT and b"\n" in rest
-            ):
-                self._buffer = rest
-                return payloads
+            if len(rest) <= _RESCAN_LIMIT or b"\n" not in rest:
+                # ``data: A\n\ndata: B ... \n\n<rest>``: one split gives A, B, ... when the
+                # only line breaks before the last blank line are those between the events
+                head = buffer[6:end]
+                payloads = head.split(_NEXT_DATA)
+                if head.count(b"\n") == 2 * len(payloads) - 2:
+                    self._buffer = rest
+                    return payloads
         self._buffer = b""
         return [event.data for event in self.feed(buffer)]
 
