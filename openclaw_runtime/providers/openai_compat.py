@@ -12,7 +12,7 @@ The request body is built in ``openai_request``; one response's events are folde
 
 Hot path: one network read may hold many events; their data comes from one split of the read
 (``SSEDecoder.feed_data``) and each costs one ``orjson.loads`` of bytes, a dict walk and one
-appended delta (``ChatCompletionStreamState.feed``) — no per-chunk objects beyond the event.
+appended delta (``ChatCompletionStreamState.apply``) — no per-chunk objects beyond the event.
 """
 
 from __future__ import annotations
