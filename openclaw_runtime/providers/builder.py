@@ -103,6 +103,22 @@ class MessageBuilder:
             self._append(open_block, "text", delta)
         out.append(TextDelta(open_block.index, delta, self.message))
 
+    def append_text(self, delta: str) -> TextDelta | None:
+        """``text()``'s hot path: append a non-empty ``delta`` to the open text block and return
+        its event; ``None`` (nothing done) when ``text()`` has more to do (no open text block,
+        an empty delta, a long text that batches its joins)."""
+        open_block = self._current_text
+        if open_block is None or not delta or open_block.pending:
+            return None
+        fields = open_block.block.__dict__
+        text = fields["text"]
+        if len(text) >= _LARGE_TEXT:
+            return None
+        fields["text"] = ""  # one owner while appending: CPython extends the string in place
+        text += delta
+        fields["text"] = text
+        return TextDelta(open_block.index, delta, self.message)
+
     def thinking(
         self, delta: str, out: list[AssistantMessageEvent], *, signature: str | None = None
     ) -> None:

@@ -10,8 +10,9 @@ shape. Every failure ends the stream as an error message with the facts to class
 The request body is built in ``openai_request``; one response's events are folded by
 ``openai_stream.ChatCompletionStreamState``; this module does the HTTP and the stream's end.
 
-Hot path: one network read may hold many events; each event costs one ``orjson.loads`` of
-bytes, a dict walk and one appended delta — no per-chunk objects beyond the event itself.
+Hot path: one network read may hold many events; their data comes from one split of the read
+(``SSEDecoder.feed_data``) and each costs one ``orjson.loads`` of bytes, a dict walk and one
+appended delta (``ChatCompletionStreamState.apply``) — no per-chunk objects beyond the event.
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ DEFAULT_BASE_URLS = {
     "llamacpp": "http://127.0.0.1:8080/v1",
 }
 _ABORTED = "Request was aborted"
-_MALFORMED = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
 #: Bytes of a body without any event kept to say what it was (or read as a plain completion);
 #: a body that is not ``text/event-stream`` is not read past this without an event.
 _SNIFF_LIMIT = 1 << 20
@@ -192,54 +192,45 @@ class OpenAICompatProvider:
                 return
             yield builder.start()
             decoder = SSEDecoder()
-            done = False
             content_type = response.headers.get("content-type", "")
             event_stream = "event-stream" in content_type.lower()
             sniffed = bytearray()  # the body while no event has come, to say what it is
 
             def finished() -> bool:
-                return done
+                return state.done
 
             source = stream_chunks(
                 response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
             )
-            loads, apply = orjson.loads, state.chunk  # the per-event calls, bound once
+            apply, feed_data = state.apply, decoder.feed_data  # the per-read calls, bound once
             async with aclosing(source) as chunks:
                 async for chunk in chunks:
-                    if done:
+                    if state.done:
                         continue  # after [DONE]: drained, not decoded
                     if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
                         sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
                         received = len(sniffed)
-                    for data, _name, _id in decoder.feed(chunk):
-                        if data == b"[DONE]":
-                            done = True
-                            break
-                        try:
-                            decoded = loads(data)
-                        except orjson.JSONDecodeError:
-                            text = data.decode("utf-8", errors="replace")
-                            state.failure = ProviderFailure(f"{_MALFORMED}: {text[:200]}")
-                            break
-                        apply(decoded, out)
-                        if len(out) == 1:  # the usual: one delta per chunk
-                            yield out.pop()
-                        elif out:
+                    for data in feed_data(chunk):
+                        delta = apply(data, out)
+                        if delta is not None:  # the usual: one text delta per chunk
+                            yield delta
+                            continue
+                        if out:
                             for event in out:
                                 yield event
                             out.clear()
-                        if state.failure is not None:
+                        if state.done or state.failure is not None:
                             break
                     if state.failure is not None:
                         break
                     if not event_stream and state.events_seen == 0 and received >= _SNIFF_LIMIT:
                         break  # megabytes of something else: enough to say what it is
-            if not done and state.failure is None:
+            if not state.done and state.failure is None:
                 for sse in decoder.close():
                     if sse.data != b"[DONE]":
                         with suppress(orjson.JSONDecodeError):
                             state.chunk(orjson.loads(sse.data), out)
-            if state.failure is None and state.events_seen == 0 and not done:
+            if state.failure is None and state.events_seen == 0 and not state.done:
                 if body_has_content(sniffed):
                     self._read_unexpected_body(state, content_type, url, bytes(sniffed), out)
                 else:

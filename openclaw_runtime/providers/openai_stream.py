@@ -5,6 +5,13 @@ assistant-message events (text, reasoning as thinking, tool-call deltas whose id
 repeat on every chunk while arguments arrive in pieces, ``{"error": ...}`` objects inside a
 200 stream, usage chunks) and ends the message with the reason it could or could not finish;
 ``map_finish_reason`` and ``parse_usage`` map OpenAI's fields to ours.
+
+Hot path (``apply``): one SSE data payload at a time, applied when the consumer asks for its
+events (so the shared partial message is never ahead of the event in hand). The common chunk,
+a plain content delta, is one chain of dict lookups and an in-place string append
+(``MessageBuilder.append_text``) returning its one event; every other shape goes through
+``chunk``'s full walk, and ``tests/test_openai_stream_fast_path.py`` holds the two to the
+same events.
 """
 
 from __future__ import annotations
@@ -12,23 +19,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..events import AssistantMessageEvent
+import orjson
+
+from ..events import AssistantMessageEvent, TextDelta
 from ..llm import Model
 from ..messages import Cost, Usage
 from .builder import MessageBuilder
 from .errors import EMPTY_STREAM_ERROR, ProviderFailure, failure_from_payload
 
 __all__ = [
+    "MALFORMED_CHUNK",
     "ChatCompletionStreamState",
     "map_finish_reason",
     "parse_usage",
 ]
 
 _NO_FINISH = "Stream ended without finish_reason"
+MALFORMED_CHUNK = "Provider sent a malformed stream chunk (finish_reason: malformed_response)"
+_DONE = b"[DONE]"
+_loads = orjson.loads
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-#: A choice / delta with only these keys is plain streamed text (``chunk``'s hot path).
-_PLAIN_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
-_PLAIN_DELTA_KEYS = frozenset({"content", "role", "refusal"})
 
 
 # --------------------------------------------------------------------------- response
@@ -77,6 +87,7 @@ class ChatCompletionStreamState:
 
     __slots__ = (
         "builder",
+        "done",
         "events_seen",
         "failure",
         "finish_reason",
@@ -93,29 +104,52 @@ class ChatCompletionStreamState:
         self.failure: ProviderFailure | None = None
         self.events_seen = 0
         self.last_tool_key: object | None = None
+        self.done = False  # ``[DONE]`` came: the rest of the body is drained, not decoded
+
+    def apply(self, data: bytes, out: list[AssistantMessageEvent]) -> TextDelta | None:
+        """One SSE data payload (from ``SSEDecoder.feed_data``). A plain content delta, the
+        common chunk, returns its one event (the hot path); anything else returns ``None``
+        and appends its events to ``out``. ``[DONE]`` sets ``done``; a payload that is not
+        JSON, or an ``error`` object, sets ``failure``: the caller stops reading there."""
+        if data == _DONE:
+            self.done = True
+            return None
+        try:
+            chunk = _loads(data)
+        except orjson.JSONDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            self.failure = ProviderFailure(f"{MALFORMED_CHUNK}: {text[:200]}")
+            return None
+        self.events_seen += 1
+        # what ``_chunk`` would turn into exactly one ``text()``: one lookup chain, then the
+        # keys that could say more (a tool call, reasoning, a finish, usage, an error)
+        try:
+            choice = chunk["choices"][0]
+            delta = choice["delta"]
+            content = delta.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            content = None
+        if (
+            type(content) is str
+            and len(delta) == 1
+            and not choice.get("finish_reason")
+            and not choice.get("usage")
+            and not chunk.get("usage")
+            and not chunk.get("error")
+            and self.builder.message.response_id is not None
+        ):
+            event = self.builder.append_text(content)
+            if event is not None or not content:
+                return event
+        if type(chunk) is dict:
+            self._chunk(chunk, out)
+        return None
 
     def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:
         """Apply one decoded ``chat.completion.chunk``."""
         self.events_seen += 1
-        if type(chunk) is not dict:
-            return
-        # hot path: a plain content delta, nothing else in the chunk (key sets compared in C)
-        choices = chunk.get("choices")
-        if choices and "usage" not in chunk and "error" not in chunk:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if (
-                delta
-                and choice.get("finish_reason") is None
-                and choice.keys() <= _PLAIN_CHOICE_KEYS
-                and delta.keys() <= _PLAIN_DELTA_KEYS
-                and type(delta.get("content")) is str
-                and not delta.get("refusal")
-                and self.builder.message.response_id is not None
-            ):
-                self.builder.text(delta["content"], out)
-                return
-        self._chunk(chunk, out)
+        if type(chunk) is dict:
+            self._chunk(chunk, out)
 
     def _chunk(self, chunk: dict[str, Any], out: list[AssistantMessageEvent]) -> None:
         error = chunk.get("error")
