@@ -15,9 +15,10 @@ anyway. The steps:
   (``OPENCLAW_RUNTIME_PLUGINS=""``).
 
 ``--base DIR`` measures a second source tree in the same run (e.g. ``main`` checked out in
-another worktree): every step runs once with ``PYTHONPATH=DIR`` (so ``openclaw_runtime``
-comes from there; the installed plugins and the console script are shared) and once as is,
-interleaved, and the table shows both and their ratio.
+another worktree): every step runs once with ``PYTHONPATH`` pointing at ``DIR`` and at its
+``plugins/*`` and ``contrib/*`` packages (so ``openclaw_runtime`` and the repository's own
+plugins come from there; the installed entry points and the console script are shared) and
+once as is, interleaved, and the table shows both and their ratio.
 
 Run:  .venv/bin/python benchmarks/startup.py [--rounds 21] [--base ../main-worktree]
 """
@@ -79,8 +80,10 @@ def environment(extra: dict[str, str], state_dir: str, base: str | None) -> dict
     env = {**os.environ, **extra, "OPENCLAW_RUNTIME_STATE_DIR": state_dir}
     for name in ("OPENCLAW_RUNTIME_CONFIG", "OPENCLAW_RUNTIME_MODEL", "FORCE_COLOR"):
         env.pop(name, None)
-    if base is not None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (base, env.get("PYTHONPATH")) if p)
+    if base is not None:  # the core and the repository's own plugins from that tree
+        plugins = sorted(str(p) for p in Path(base).glob("*/*") if (p / "pyproject.toml").is_file())
+        paths = [base, *plugins, env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 

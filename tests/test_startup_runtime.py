@@ -256,3 +256,24 @@ async def test_the_builtin_chat_completions_provider_is_built_by_its_first_reque
         assert len(server.requests) == 1
         assert owner.built and isinstance(owner.provider, OpenAICompatProvider)
         await runtime.aclose()
+
+
+@pytest.mark.parametrize("plugin", ["openclaw_runtime_anthropic", "openclaw_runtime_google"])
+def test_the_first_party_provider_plugins_register_without_httpx(tmp_path, plugin):
+    """Loading the plugin (what ``Runtime()`` does with its entry point) and collecting its
+    provider imports no HTTP stack; the provider is built by its first request."""
+    modules = modules_after(
+        "from openclaw_runtime import Runtime\n"
+        "from openclaw_runtime.providers.deferred import DeferredProvider\n"
+        f"import {plugin}.plugin as plugin\n"
+        f"runtime = Runtime({{'state_dir': {str(tmp_path / 'state')!r}}}, "
+        "load_entrypoints=False, plugins=[plugin])\n"
+        "owners = [r.component.__self__ for r in runtime.components.providers.registrations()\n"
+        "          if r.plugin == plugin.__name__]\n"
+        "assert len(owners) == 1 and isinstance(owners[0], DeferredProvider), owners\n"
+        "assert not owners[0].built",
+        cwd=tmp_path,
+    )
+    assert f"{plugin}.plugin" in modules
+    assert loaded(modules, HEAVY) == []
+    assert f"{plugin}._provider" not in modules
