@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,15 +66,19 @@ STEPS: dict[str, tuple[list[str], dict[str, str]]] = {
 }
 
 
-def timed(command: list[str], env: dict[str, str], cwd: str) -> float:
+def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """Wall time and the child's CPU time (user + system) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{command} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def environment(extra: dict[str, str], state_dir: str, base: str | None) -> dict[str, str]:
@@ -108,30 +113,45 @@ def main() -> None:
         for _name, _side, command, env in plan:  # warm the OS caches and the .pyc files once
             timed(command, env, work)
         times: dict[tuple[str, str], list[float]] = {(n, s): [] for n, s, _c, _e in plan}
+        cpu: dict[tuple[str, str], list[float]] = {(n, s): [] for n, s, _c, _e in plan}
         load_before = os.getloadavg()
         for _ in range(args.rounds):
             for name, side, command, env in plan:
-                times[(name, side)].append(timed(command, env, work))
+                wall, used = timed(command, env, work)
+                times[(name, side)].append(wall)
+                cpu[(name, side)].append(used)
         load_after = os.getloadavg()
     print(
         f"median of {args.rounds} interleaved rounds; load average "
         f"{load_before[0]:.2f} -> {load_after[0]:.2f} (1 min), {os.cpu_count()} CPUs"
         + (f"; before = PYTHONPATH={sides['before']}" if args.base else "")
     )
-    floor = statistics.median(times[(FLOOR, "after")])
-    peer = statistics.median(times[(PEER, "after")])
-    print(f"  floor {floor * 1000:.1f} ms, peer {peer * 1000:.1f} ms")
+    for title, table in (("wall time", times), ("CPU time of the process (user + system)", cpu)):
+        report(title, table, sides, compare=bool(args.base))
+
+
+def report(
+    title: str,
+    table: dict[tuple[str, str], list[float]],
+    sides: dict[str, str | None],
+    *,
+    compare: bool,
+) -> None:
+    """One table: each step's median per side, times the floor (x) and the peer (p)."""
+    floor = statistics.median(table[(FLOOR, "after")])
+    peer = statistics.median(table[(PEER, "after")])
+    print(f"{title}: floor {floor * 1000:.1f} ms, peer {peer * 1000:.1f} ms")
     header = f"  {'step':42s}" + "".join(f"{side:>26s}" for side in sides)
-    print(header + ("   after/before" if args.base else ""))
+    print(header + ("   after/before" if compare else ""))
     for name in STEPS:
         cells = []
         medians = {}
         for side in sides:
-            samples = times.get((name, side)) or times[(name, "after")]
+            samples = table.get((name, side)) or table[(name, "after")]
             medians[side] = median = statistics.median(samples)
             cells.append(f"{median * 1000:8.1f} ms {median / floor:5.1f}x {median / peer:4.2f}p")
         line = f"  {name:42s}" + "".join(f"{cell:>26s}" for cell in cells)
-        if args.base:
+        if compare:
             line += f"   {medians['after'] / medians['before']:6.2f}"
         print(line)
     print("  (x: times the floor; p: times the peer)")
