@@ -23,11 +23,10 @@ from .backends import BACKEND_KINDS, EMBEDDED_BACKEND, MEMORY_BACKEND
 from .builtins.backends import EMBEDDED_FACTORIES
 from .builtins.memory import MEMORY_FACTORIES
 from .config import RuntimeConfig
-from .containment import FaultRecord, PluginGuard
-from .containment.memory_record import InMemoryFaultRecord
+from .containment import PluginGuard
 from .containment.proxy import GuardedBackend, backend_error
 
-__all__ = ["build_backend", "check_backend_names", "open_fault_record", "with_memory_default"]
+__all__ = ["build_backend", "check_backend_names"]
 
 #: Built-in names that work even when the built-in plugin is blocked.
 _BUILTIN_FACTORIES = {EMBEDDED_BACKEND: EMBEDDED_FACTORIES, MEMORY_BACKEND: MEMORY_FACTORIES}
@@ -87,19 +86,3 @@ def _key(config: RuntimeConfig, kind: str) -> str:
     """The ``[backends]`` key that named the backend of ``kind``: its own, or ``default``."""
     return kind if getattr(config.backends, kind) is not None else "default"
 
-
-def with_memory_default(config: RuntimeConfig, memory: bool) -> RuntimeConfig:
-    """``config`` with ``[backends] default = "memory"`` when ``memory`` (``Runtime(memory=
-    True)``); kinds the config names explicitly keep their backend."""
-    if not memory or config.backends.default == MEMORY_BACKEND:
-        return config
-    backends = config.backends.model_copy(update={"default": MEMORY_BACKEND})
-    return config.model_copy(update={"backends": backends})
-
-
-def open_fault_record(config: RuntimeConfig) -> FaultRecord | InMemoryFaultRecord:
-    """Where plugin faults are counted: ``<state_dir>/plugins/faults.json``, or this process
-    only when ``[backends] default = "memory"`` (nothing is written under ``state_dir``)."""
-    if config.backends.default == MEMORY_BACKEND:
-        return InMemoryFaultRecord()
-    return FaultRecord.in_state_dir(config.state_dir)

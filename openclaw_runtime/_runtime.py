@@ -18,16 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
 
-from ._backend_selection import (
-    build_backend,
-    check_backend_names,
-    open_fault_record,
-    with_memory_default,
-)
 from ._components import Components, component_clashes
 from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
 from ._hooks import Hooks
-from ._plugin_report import plugin_report
+from ._memory_mode import open_fault_record, with_memory_default
 from ._plugin_settings import (
     collect_declared_settings,
     describe_settings,
@@ -37,13 +31,8 @@ from ._plugin_settings import (
 from ._plugins import PluginRecord, get_plugin_manager, resolve_plugin_policy
 from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
 from ._runtime_live import LiveRunVerbs
-from .agent import Agent, AgentTool
-from .agent.options import AGENT_OPTION_NAMES, AgentOptions
 from .config import PluginSettings, RuntimeConfig
 from .containment import BreakerPolicy, PluginGuard, component_unit
-from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
-from .context.selection import plugin_owner_enabled
-from .events import Event
 from .failover.events import redact_secret_text
 from .llm import Model, StreamFn
 from .messages import UserMessage
@@ -51,17 +40,19 @@ from .providers.forward_compat import resolve_forward_compat_model
 from .providers.model_hints import UnknownModelError, missing_provider_plugin
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
-from .repair.compose import apply_stream_repairers, guard_stream_repairers
-from .runner.compact import compact_session_queued
-from .runner.request import RunRequest, RunResult
-from .runner.run import run_embedded_agent
-from .runner.run_options import RUN_OPTION_NAMES, RunOptions, reject_unknown_options
 from .runner.services import RunServices
-from .transcript.sanitize import guard_transcript_sanitizer
 
+# Type-only: what a first run, an agent or a compaction needs loads when it is first used
+# (start-up time: ``from openclaw_runtime import Runtime`` and ``Runtime()`` stay cheap).
 if TYPE_CHECKING:
+    from .agent import Agent, AgentTool
+    from .agent.options import AgentOptions
     from .backends import AuthStore, LaneBackend, Session, SessionIndex, SessionStore, SteeringStore
     from .context.engine import CompactResult
+    from .context.registry import ContextEngineSlot
+    from .events import Event
+    from .runner.request import RunRequest, RunResult
+    from .runner.run_options import RunOptions
 
 __all__ = ["Runtime"]
 
@@ -208,6 +199,10 @@ class Runtime(LiveRunVerbs):
     def context_engines(self) -> ContextEngineSlot:
         """The context-engine slot: resolution and quarantines (list, clear)."""
         if self._context_slot is None:
+            # lazy: start-up time (the context engines load with the first run)
+            from .context.registry import ContextEngineFactoryContext, ContextEngineSlot
+            from .context.selection import plugin_owner_enabled  # lazy: start-up time
+
             self._context_slot = ContextEngineSlot(
                 self.components.context_engines,
                 factory_context=ContextEngineFactoryContext(
@@ -250,11 +245,15 @@ class Runtime(LiveRunVerbs):
             return stream_fn
         cached = self._repaired.get(model.api)
         if cached is None or cached[0] is not stream_fn:
+            from .repair.compose import apply_stream_repairers  # lazy: start-up time
+
             cached = (stream_fn, apply_stream_repairers(stream_fn, self._stream_repairers()))
             self._repaired[model.api] = cached
         return cached[1]
 
     def _stream_repairers(self) -> list[Any]:
+        from .repair.compose import guard_stream_repairers  # lazy: start-up time
+
         components = self.components
         formats = {r.name: r.component for r in components.tool_call_formats.ordered()}
         owners = {r.name: r.plugin for r in components.tool_call_formats.ordered()}
@@ -283,6 +282,8 @@ class Runtime(LiveRunVerbs):
     def transcript_sanitizers(self) -> list[Registration[Any]]:
         """Registered sanitizers in pipeline order, plugins' ones behind the guard (the
         built-ins stay bare, which keeps the incremental sanitizer's fast path)."""
+        from .transcript.sanitize import guard_transcript_sanitizer  # lazy: start-up time
+
         out: list[Registration[Any]] = []
         for registration in self.components.transcript_sanitizers.ordered():
             plugin = registration.plugin
@@ -311,6 +312,10 @@ class Runtime(LiveRunVerbs):
         """An ``Agent`` wired to this runtime: its model's provider, ``before_agent_run``
         vetoes and ``on_agent_event`` observers. ``agent_options`` are ``Agent`` keywords
         (``AgentOptions``); an unknown one is a ``TypeError`` naming it."""
+        from .agent import Agent  # lazy: start-up time (the kernel loads with the first agent)
+        from .agent.options import AGENT_OPTION_NAMES  # lazy: start-up time
+        from .runner.run_options import reject_unknown_options  # lazy: start-up time
+
         reject_unknown_options("create_agent()", agent_options, AGENT_OPTION_NAMES)
         resolved = self.resolve_model(model)
         options: dict[str, Any] = dict(agent_options)
@@ -351,10 +356,14 @@ class Runtime(LiveRunVerbs):
 
     def _check_backend_names(self) -> None:
         """``UnknownBackendError`` for the first ``[backends]`` name nothing registered."""
+        from ._backend_selection import check_backend_names  # lazy: start-up time
+
         check_backend_names(self.config, self.components)
 
     def _backend(self, kind: str) -> Any:
         """Build the ``[backends]`` backend of ``kind`` (see ``_backend_selection``)."""
+        from ._backend_selection import build_backend  # lazy: start-up time
+
         return build_backend(
             kind, self, config=self.config, components=self.components, guard=self.guard
         )
@@ -435,6 +444,11 @@ class Runtime(LiveRunVerbs):
         every run, fallback and agent event (only the kinds named in its ``event_kinds``
         attribute, when it has one: docs/runs.md, "Events").
         """
+        # lazy: start-up time (the run path loads with the first run)
+        from .runner.request import RunRequest
+        from .runner.run import run_embedded_agent  # lazy: start-up time
+        from .runner.run_options import RUN_OPTION_NAMES, reject_unknown_options  # lazy: ditto
+
         reject_unknown_options("runtime.run()", options, RUN_OPTION_NAMES)
         if request is None:
             if prompt is None:
@@ -458,6 +472,8 @@ class Runtime(LiveRunVerbs):
         Not for use inside a run of the same session (``LaneReentryError``): the run loop
         compacts directly.
         """
+        from .runner.compact import compact_session_queued  # lazy: start-up time
+
         return await compact_session_queued(
             self,
             session_id=session_id,
@@ -519,6 +535,8 @@ class Runtime(LiveRunVerbs):
         ``clashes`` it took part in. Plugins that only appear in the fault record (not loaded
         now) get a row with status ``not loaded``.
         """
+        from ._plugin_report import plugin_report  # lazy: start-up time
+
         return plugin_report(
             self.plugin_records(),
             faults=self.hooks.faults,

@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
             "_hooks",
             "_components",
             "_backend_selection",
+            "_memory_mode",
             "_plugin_report",
             "_plugin_settings",
             "_plugin_components",

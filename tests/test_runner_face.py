@@ -75,6 +75,7 @@ def test_runner_package_face_only_reexports_its_public_api():
         for name, value in vars(runner).items()
         if (inspect.isfunction(value) or inspect.isclass(value))
         and value.__module__ == "openclaw_runtime.runner"
+        and name != "__getattr__"  # the lazy face's loader (docs/architecture.md)
     ]
     assert defined_here == []
     # the public API, and nothing else: the entry, what a host gives and gets back, the events,

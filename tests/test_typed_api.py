@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Agent, Runtime
-from openclaw_runtime import _runtime as runtime_module
 from openclaw_runtime.agent.options import AGENT_OPTION_NAMES, AgentOptions
 from openclaw_runtime.context.engine import CompactResult
+from openclaw_runtime.runner import run as run_module
 from openclaw_runtime.runner.request import RunRequest, RunResult
 from openclaw_runtime.runner.run_options import (
     RUN_OPTION_NAMES,
@@ -136,7 +136,8 @@ async def test_every_option_reaches_the_run_request_unchanged(
         seen.append(request)
         return sentinel
 
-    monkeypatch.setattr(runtime_module, "run_embedded_agent", capture)
+    # Runtime.run imports the runner on its first call (start-up time): patch it at home
+    monkeypatch.setattr(run_module, "run_embedded_agent", capture)
     runtime = echo_runtime(tmp_path)
     assert await runtime.run("hello", **EVERY_OPTION) is sentinel
     (request,) = seen

@@ -4,71 +4,72 @@ It imports nothing from providers, auth, failover or the runner; the orchestrato
 only through ``AgentLoopConfig`` callbacks and a ``StreamFn``.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .agent import Agent, AgentListener, AgentState, PendingMessageQueue
-from .interruption import (
-    INTERRUPTED_TURN_CUSTOM_TYPE,
-    create_failure_message,
-    create_interrupted_turn_message,
-)
-from .loop import (
-    agent_loop,
-    agent_loop_continue,
-    remove_non_executable_tool_calls,
-    run_agent_loop,
-    run_agent_loop_continue,
-)
-from .tools import (
-    AgentTool,
-    AgentToolResult,
-    ToolArgumentError,
-    ToolExecutionMode,
-    tool,
-    validate_tool_arguments,
-)
-from .types import (
-    AfterToolCallContext,
-    AfterToolCallResult,
-    AgentContext,
-    AgentLoopConfig,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
-    DeferredToolCallContext,
-    QueueMode,
-    TurnContext,
-    TurnUpdate,
-    default_convert_to_llm,
-)
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .agent import (  # noqa: I001 (packed: a face has at most 100 lines)
+        Agent, AgentListener, AgentState, PendingMessageQueue,
+    )
+    from .interruption import (
+        INTERRUPTED_TURN_CUSTOM_TYPE, create_failure_message, create_interrupted_turn_message,
+    )
+    from .loop import (
+        agent_loop, agent_loop_continue, remove_non_executable_tool_calls, run_agent_loop,
+        run_agent_loop_continue,
+    )
+    from .tools import (
+        AgentTool, AgentToolResult, ToolArgumentError, ToolExecutionMode, tool,
+        validate_tool_arguments,
+    )
+    from .types import (
+        AfterToolCallContext, AfterToolCallResult, AgentContext, AgentLoopConfig,
+        BeforeToolCallContext, BeforeToolCallResult, DeferredToolCallContext, QueueMode,
+        TurnContext, TurnUpdate, default_convert_to_llm,
+    )
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "agent": "Agent AgentListener AgentState PendingMessageQueue",
+    "interruption": (
+        "INTERRUPTED_TURN_CUSTOM_TYPE create_failure_message create_interrupted_turn_message"
+    ),
+    "loop": (
+        "agent_loop agent_loop_continue remove_non_executable_tool_calls run_agent_loop "
+        "run_agent_loop_continue"
+    ),
+    "tools": (
+        "AgentTool AgentToolResult ToolArgumentError ToolExecutionMode tool "
+        "validate_tool_arguments"
+    ),
+    "types": (
+        "AfterToolCallContext AfterToolCallResult AgentContext AgentLoopConfig "
+        "BeforeToolCallContext BeforeToolCallResult DeferredToolCallContext QueueMode "
+        "TurnContext TurnUpdate default_convert_to_llm"
+    ),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "INTERRUPTED_TURN_CUSTOM_TYPE",
-    "AfterToolCallContext",
-    "AfterToolCallResult",
-    "Agent",
-    "AgentContext",
-    "AgentListener",
-    "AgentLoopConfig",
-    "AgentState",
-    "AgentTool",
-    "AgentToolResult",
-    "BeforeToolCallContext",
-    "BeforeToolCallResult",
-    "DeferredToolCallContext",
-    "PendingMessageQueue",
-    "QueueMode",
-    "ToolArgumentError",
-    "ToolExecutionMode",
-    "TurnContext",
-    "TurnUpdate",
-    "agent_loop",
-    "agent_loop_continue",
-    "create_failure_message",
-    "create_interrupted_turn_message",
-    "default_convert_to_llm",
-    "remove_non_executable_tool_calls",
-    "run_agent_loop",
-    "run_agent_loop_continue",
-    "tool",
-    "validate_tool_arguments",
-]
+    "INTERRUPTED_TURN_CUSTOM_TYPE", "AfterToolCallContext", "AfterToolCallResult", "Agent",
+    "AgentContext", "AgentListener", "AgentLoopConfig", "AgentState", "AgentTool",
+    "AgentToolResult", "BeforeToolCallContext", "BeforeToolCallResult", "DeferredToolCallContext",
+    "PendingMessageQueue", "QueueMode", "ToolArgumentError", "ToolExecutionMode", "TurnContext",
+    "TurnUpdate", "agent_loop", "agent_loop_continue", "create_failure_message",
+    "create_interrupted_turn_message", "default_convert_to_llm", "remove_non_executable_tool_calls",
+    "run_agent_loop", "run_agent_loop_continue", "tool", "validate_tool_arguments",
+]  # fmt: skip

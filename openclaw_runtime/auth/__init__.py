@@ -16,62 +16,73 @@ scoped), ``json_file`` (``auth-profiles.json``). This face re-exports what the r
 CLI, plugins and docs use; the rest is imported from its module.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .cooldown import DEFAULT_AUTH_COOLDOWN_POLICY, AuthCooldownPolicy, clear_expired_cooldowns
-from .json_file import JsonFileAuthProfileStore, open_auth_profile_store
-from .operations import (
-    AuthProfileScopeError,
-    AuthProfileStore,
-    AuthProfileStoreError,
-    clear_auth_profile_cooldown,
-    mark_auth_profile_blocked_until,
-    mark_auth_profile_failure,
-    mark_auth_profile_success,
-    mark_auth_profile_used,
-    mark_embedded_run_auth_profile_success,
-    record_auth_profile_success,
-)
-from .order import (
-    is_auth_profile_in_cooldown,
-    resolve_auth_profile_order,
-    resolve_profiles_unavailable_reason,
-)
-from .profiles import AuthProfile, CredentialRef, UnresolvedCredentialError
-from .recording import resolve_auth_profile_failure_reason
-from .state import AuthProfileStoreState, ProfileUsageStats
-from .store import (
-    InMemoryAuthProfileStore,
-    ScopedAuthProfileStore,
-    create_scoped_auth_profile_store,
-)
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .cooldown import (  # noqa: I001 (packed: a face has at most 100 lines)
+        DEFAULT_AUTH_COOLDOWN_POLICY, AuthCooldownPolicy, clear_expired_cooldowns,
+    )
+    from .json_file import JsonFileAuthProfileStore, open_auth_profile_store
+    from .operations import (
+        AuthProfileScopeError, AuthProfileStore, AuthProfileStoreError, clear_auth_profile_cooldown,
+        mark_auth_profile_blocked_until, mark_auth_profile_failure, mark_auth_profile_success,
+        mark_auth_profile_used, mark_embedded_run_auth_profile_success, record_auth_profile_success,
+    )
+    from .order import (
+        is_auth_profile_in_cooldown, resolve_auth_profile_order,
+        resolve_profiles_unavailable_reason,
+    )
+    from .profiles import AuthProfile, CredentialRef, UnresolvedCredentialError
+    from .recording import resolve_auth_profile_failure_reason
+    from .state import AuthProfileStoreState, ProfileUsageStats
+    from .store import (
+        InMemoryAuthProfileStore, ScopedAuthProfileStore, create_scoped_auth_profile_store,
+    )
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "cooldown": "DEFAULT_AUTH_COOLDOWN_POLICY AuthCooldownPolicy clear_expired_cooldowns",
+    "json_file": "JsonFileAuthProfileStore open_auth_profile_store",
+    "operations": (
+        "AuthProfileScopeError AuthProfileStore AuthProfileStoreError "
+        "clear_auth_profile_cooldown mark_auth_profile_blocked_until mark_auth_profile_failure "
+        "mark_auth_profile_success mark_auth_profile_used mark_embedded_run_auth_profile_success "
+        "record_auth_profile_success"
+    ),
+    "order": (
+        "is_auth_profile_in_cooldown resolve_auth_profile_order "
+        "resolve_profiles_unavailable_reason"
+    ),
+    "profiles": "AuthProfile CredentialRef UnresolvedCredentialError",
+    "recording": "resolve_auth_profile_failure_reason",
+    "state": "AuthProfileStoreState ProfileUsageStats",
+    "store": "InMemoryAuthProfileStore ScopedAuthProfileStore create_scoped_auth_profile_store",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "DEFAULT_AUTH_COOLDOWN_POLICY",
-    "AuthCooldownPolicy",
-    "AuthProfile",
-    "AuthProfileScopeError",
-    "AuthProfileStore",
-    "AuthProfileStoreError",
-    "AuthProfileStoreState",
-    "CredentialRef",
-    "InMemoryAuthProfileStore",
-    "JsonFileAuthProfileStore",
-    "ProfileUsageStats",
-    "ScopedAuthProfileStore",
-    "UnresolvedCredentialError",
-    "clear_auth_profile_cooldown",
-    "clear_expired_cooldowns",
-    "create_scoped_auth_profile_store",
-    "is_auth_profile_in_cooldown",
-    "mark_auth_profile_blocked_until",
-    "mark_auth_profile_failure",
-    "mark_auth_profile_success",
-    "mark_auth_profile_used",
-    "mark_embedded_run_auth_profile_success",
-    "open_auth_profile_store",
-    "record_auth_profile_success",
-    "resolve_auth_profile_failure_reason",
-    "resolve_auth_profile_order",
-    "resolve_profiles_unavailable_reason",
-]
+    "DEFAULT_AUTH_COOLDOWN_POLICY", "AuthCooldownPolicy", "AuthProfile", "AuthProfileScopeError",
+    "AuthProfileStore", "AuthProfileStoreError", "AuthProfileStoreState", "CredentialRef",
+    "InMemoryAuthProfileStore", "JsonFileAuthProfileStore", "ProfileUsageStats",
+    "ScopedAuthProfileStore", "UnresolvedCredentialError", "clear_auth_profile_cooldown",
+    "clear_expired_cooldowns", "create_scoped_auth_profile_store", "is_auth_profile_in_cooldown",
+    "mark_auth_profile_blocked_until", "mark_auth_profile_failure", "mark_auth_profile_success",
+    "mark_auth_profile_used", "mark_embedded_run_auth_profile_success", "open_auth_profile_store",
+    "record_auth_profile_success", "resolve_auth_profile_failure_reason",
+    "resolve_auth_profile_order", "resolve_profiles_unavailable_reason",
+]  # fmt: skip

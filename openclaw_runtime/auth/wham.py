@@ -13,9 +13,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from ..redaction import package_logger
 from .cooldown import (
@@ -25,6 +23,9 @@ from .cooldown import (
 )
 from .profiles import AuthProfile, UnresolvedCredentialError, normalize_provider_id
 from .state import ProfileUsageStats
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "WHAM_BURST_COOLDOWN_MS",
@@ -177,6 +178,8 @@ async def probe_wham_for_cooldown(
         access = profile.credential.resolve(env).get_secret_value()
     except UnresolvedCredentialError:
         return None
+    import httpx  # lazy: start-up time (only a probe needs the HTTP client)
+
     try:
         async with httpx.AsyncClient(
             transport=probe.transport, timeout=probe.timeout_ms / 1000

@@ -13,56 +13,56 @@ that built-in and plugin backends alike pass. This package sits beside the polic
 imports neither the runner nor the ``Runtime`` (see docs/backends.md).
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .auth import AuthStore, UpdateFn
-from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND, MEMORY_BACKEND
-from .lanes import (
-    PRIORITY_RANK,
-    HeldLane,
-    LaneBackend,
-    LaneLease,
-    LaneReentryError,
-    LaneTimeoutError,
-    Priority,
-    held_lanes,
-    holding,
-    is_session_lane,
-)
-from .sessions import Session, SessionIndex, SessionIndexEntry, SessionStore
-from .steering import (
-    LiveInbox,
-    LiveInboxLease,
-    SteeringLease,
-    SteeringStore,
-    SteeringStoreError,
-    SubagentRunRecord,
-)
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .auth import AuthStore, UpdateFn  # noqa: I001 (packed: a face has at most 100 lines)
+    from .kinds import BACKEND_KINDS, EMBEDDED_BACKEND, MEMORY_BACKEND
+    from .lanes import (
+        PRIORITY_RANK, HeldLane, LaneBackend, LaneLease, LaneReentryError, LaneTimeoutError,
+        Priority, held_lanes, holding, is_session_lane,
+    )
+    from .sessions import Session, SessionIndex, SessionIndexEntry, SessionStore
+    from .steering import (
+        LiveInbox, LiveInboxLease, SteeringLease, SteeringStore, SteeringStoreError,
+        SubagentRunRecord,
+    )
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "auth": "AuthStore UpdateFn",
+    "kinds": "BACKEND_KINDS EMBEDDED_BACKEND MEMORY_BACKEND",
+    "lanes": (
+        "PRIORITY_RANK HeldLane LaneBackend LaneLease LaneReentryError LaneTimeoutError Priority "
+        "held_lanes holding is_session_lane"
+    ),
+    "sessions": "Session SessionIndex SessionIndexEntry SessionStore",
+    "steering": (
+        "LiveInbox LiveInboxLease SteeringLease SteeringStore SteeringStoreError "
+        "SubagentRunRecord"
+    ),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "BACKEND_KINDS",
-    "EMBEDDED_BACKEND",
-    "MEMORY_BACKEND",
-    "PRIORITY_RANK",
-    "AuthStore",
-    "HeldLane",
-    "LaneBackend",
-    "LaneLease",
-    "LaneReentryError",
-    "LaneTimeoutError",
-    "LiveInbox",
-    "LiveInboxLease",
-    "Priority",
-    "Session",
-    "SessionIndex",
-    "SessionIndexEntry",
-    "SessionStore",
-    "SteeringLease",
-    "SteeringStore",
-    "SteeringStoreError",
-    "SubagentRunRecord",
-    "UpdateFn",
-    "held_lanes",
-    "holding",
+    "BACKEND_KINDS", "EMBEDDED_BACKEND", "MEMORY_BACKEND", "PRIORITY_RANK", "AuthStore",
+    "HeldLane", "LaneBackend", "LaneLease", "LaneReentryError", "LaneTimeoutError", "LiveInbox", "LiveInboxLease", "Priority",
+    "Session", "SessionIndex", "SessionIndexEntry", "SessionStore", "SteeringLease",
+    "SteeringStore", "SteeringStoreError", "SubagentRunRecord", "UpdateFn", "held_lanes", "holding",
     "is_session_lane",
-]
+]  # fmt: skip

@@ -1,10 +1,16 @@
-"""Built-in plugin ``builtin.failover``: the generic failure classifier (``trylast``)."""
+"""Built-in plugin ``builtin.failover``: the generic failure classifier (``trylast``).
+
+The classifier and its pattern tables load with the first classification (start-up time).
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._markers import hookimpl
-from ..failover.classify import classify_failover_signal
-from ..failover.reasons import FailoverClassification, FailoverSignal
+
+if TYPE_CHECKING:
+    from ..failover.reasons import FailoverClassification, FailoverSignal
 
 __all__ = ["classify_failover"]
 
@@ -12,4 +18,6 @@ __all__ = ["classify_failover"]
 @hookimpl(trylast=True)
 def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
     """OpenClaw's generic classifier; provider plugins answer first for their providers."""
+    from ..failover.classify import classify_failover_signal  # lazy: start-up time
+
     return classify_failover_signal(signal)

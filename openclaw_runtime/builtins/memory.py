@@ -13,40 +13,45 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..auth.store import InMemoryAuthProfileStore
 from ..redaction import package_logger
-from ..runner.lanes import InProcessLanes
-from ..runner.memory_index import InMemorySessionIndex
-from ..runner.steering_store import InMemorySteeringStore
-from ..transcript.memory import MemorySessionStore
 
 __all__ = ["MEMORY_FACTORIES"]
 
 
 def _lanes(runtime: Any) -> Any:
     """``InProcessLanes``: session and global lanes of this process only."""
+    from ..runner.lanes import InProcessLanes  # lazy: start-up time
+
     return InProcessLanes()
 
 
 def _auth_store(runtime: Any) -> Any:
     """The ledger in this process, over the configured profiles (``[auth] store_path`` is the
     embedded ledger's file and is not read)."""
+    from ..auth.store import InMemoryAuthProfileStore  # lazy: start-up time
+
     return InMemoryAuthProfileStore(profiles=runtime.config.auth.profiles)
 
 
 def _steering_store(runtime: Any) -> Any:
     """Sub-agent results queued in this process (no live-run inbox: a live run is reached
     through this runtime's ``steer``/``follow_up`` only)."""
+    from ..runner.steering_store import InMemorySteeringStore  # lazy: start-up time
+
     return InMemorySteeringStore()
 
 
 def _session_index(runtime: Any) -> Any:
     """Session key → id in this process."""
+    from ..runner.memory_index import InMemorySessionIndex  # lazy: start-up time
+
     return InMemorySessionIndex()
 
 
 def _session_store(runtime: Any) -> Any:
     """Transcripts in this process (OpenClaw's JSONL records, no file)."""
+    from ..transcript.memory import MemorySessionStore  # lazy: start-up time
+
     return MemorySessionStore(
         warn=package_logger(logging.getLogger("openclaw_runtime.transcript")).warning
     )

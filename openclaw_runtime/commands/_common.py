@@ -29,8 +29,8 @@ from ..auth.json_file import open_auth_profile_store
 from ..config import RuntimeConfig
 from ..failover.events import redact_secret_text
 from ..llm import Model
+from ..providers.api_names import OPENAI_COMPLETIONS_API
 from ..providers.keys import api_key_env_names, is_local_base_url, resolve_env_api_key
-from ..providers.openai_compat import OPENAI_COMPLETIONS_API
 from ..redaction import redact_data
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 

@@ -28,8 +28,8 @@ from .._runtime import Runtime
 from ..auth.profiles import AuthProfile
 from ..config import CONFIG_FILENAME, ENV_CONFIG, ENV_MODEL, ENV_STATE_DIR, RuntimeConfig
 from ..llm import Model
+from ..providers.api_names import OPENAI_COMPLETIONS_API
 from ..providers.keys import api_key_env_names, is_local_base_url, resolve_env_api_key
-from ..providers.openai_compat import OPENAI_COMPLETIONS_API
 from ..runner.entry import BUILTIN_DEFAULT_MODEL
 from ._common import EXIT_FAILED, load_config, safe, safe_json
 from .profiles import profile_rows

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from .._backend_selection import with_memory_default
+from .._memory_mode import with_memory_default
 from ..config import RuntimeConfig
 
 __all__ = ["apply_memory_option", "memory_option"]

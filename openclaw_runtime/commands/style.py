@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["StyledLines", "colour_enabled", "line_style"]
 
@@ -75,6 +77,8 @@ class StyledLines:
         self.colour = colour
         self._console: Console | None = None
         if colour:
+            from rich.console import Console  # lazy: start-up time (no colour, no rich)
+
             self._console = Console(
                 stderr=True,
                 force_terminal=True,
@@ -89,4 +93,6 @@ class StyledLines:
         if self._console is None:
             click.echo(line, err=True)
             return
+        from rich.text import Text  # lazy: start-up time
+
         self._console.print(Text(line, style=line_style(line) or ""))

@@ -13,16 +13,20 @@ first token or a compaction (``StatusSpinner``: a no-op when stderr is not a ter
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
-from typing import IO, Any
-
-from rich.console import Console
-from rich.live import Live
-from rich.spinner import Spinner as RichSpinner
+from typing import IO, TYPE_CHECKING, Any
 
 from ..events import Event
 from ..failover.events import redact_secret_text
-from ..providers.errors import is_network_error_message
+from ..providers.network_errors import is_network_error_message
+from .terminal import surely_not_a_terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner as RichSpinner
 
 __all__ = [
     "AnswerWriter",
@@ -299,13 +303,31 @@ class AnswerWriter:
 
 
 class StatusSpinner:
-    """A transient rich spinner on stderr; every method is a no-op unless stderr is a TTY."""
+    """A transient rich spinner on stderr; every method is a no-op unless stderr is a TTY.
+
+    rich is imported only when stderr may be a terminal (``terminal.surely_not_a_terminal``).
+    """
 
     def __init__(self, enabled: bool | None = None) -> None:
-        self.console = Console(stderr=True, highlight=False)
-        self.enabled = self.console.is_terminal if enabled is None else enabled
+        self._console: Console | None = None
+        if enabled is None:
+            enabled = (
+                False
+                if surely_not_a_terminal(_stderr_is_tty(), os.environ)
+                else self.console.is_terminal
+            )
+        self.enabled = enabled
         self._live: Live | None = None
         self._label: str | None = None
+
+    @property
+    def console(self) -> Console:
+        """The rich console on stderr (built, and rich imported, on first use)."""
+        if self._console is None:
+            from rich.console import Console  # lazy: start-up time
+
+            self._console = Console(stderr=True, highlight=False)
+        return self._console
 
     def show(self, text: str) -> None:
         """Show (or relabel) the spinner."""
@@ -314,6 +336,8 @@ class StatusSpinner:
         self._label = text
         renderable = _rich_spinner(text)
         if self._live is None:
+            from rich.live import Live  # lazy: start-up time
+
             self._live = Live(
                 renderable,
                 console=self.console,
@@ -341,4 +365,15 @@ class StatusSpinner:
 
 
 def _rich_spinner(text: str) -> RichSpinner:
+    from rich.spinner import Spinner as RichSpinner  # lazy: start-up time
+
     return RichSpinner("dots", text=text, style="cyan")
+
+
+def _stderr_is_tty() -> bool:
+    """``sys.stderr.isatty()`` as rich reads it (missing or closed: not a TTY)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return False if isatty is None else bool(isatty())
+    except ValueError:
+        return False

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import filelock
 import orjson
 
 from .._exceptions import OpenClawRuntimeWarning
@@ -158,6 +157,8 @@ class FaultRecord:
     def _locked(self, fn: Callable[[], T], *, create: bool = False) -> T:
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        import filelock  # lazy: start-up time (a Runtime builds its record before any fault)
+
         lock = filelock.FileLock(self.lock_path, timeout=self.lock_timeout, mode=0o600)
         with lock:
             return fn()

@@ -13,40 +13,63 @@ Layering: ``context`` sits above ``transcript`` (compaction reads session branch
 re-exports the names the runner uses; everything else is imported from its module.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .engine import ContextEngine
-from .guard import (
-    MidTurnPrecheckOptions,
-    install_tool_result_context_guard,
-    is_mid_turn_precheck_error_message,
-)
-from .preemptive import (
-    format_prompt_too_large_message,
-    resolve_prompt_budget,
-    should_preemptively_compact_before_prompt,
-    should_refuse_prompt_before_sending,
-)
-from .tokens import (
-    estimate_llm_boundary_token_pressure,
-    estimate_rendered_llm_boundary_token_pressure,
-)
-from .truncation import (
-    session_likely_has_oversized_tool_results,
-    truncate_oversized_tool_results_in_messages,
-)
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .engine import ContextEngine  # noqa: I001 (packed: a face has at most 100 lines)
+    from .guard import (
+        MidTurnPrecheckOptions, install_tool_result_context_guard,
+        is_mid_turn_precheck_error_message,
+    )
+    from .preemptive import (
+        format_prompt_too_large_message, resolve_prompt_budget,
+        should_preemptively_compact_before_prompt, should_refuse_prompt_before_sending,
+    )
+    from .tokens import (
+        estimate_llm_boundary_token_pressure, estimate_rendered_llm_boundary_token_pressure,
+    )
+    from .truncation import (
+        session_likely_has_oversized_tool_results, truncate_oversized_tool_results_in_messages,
+    )
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "engine": "ContextEngine",
+    "guard": (
+        "MidTurnPrecheckOptions install_tool_result_context_guard "
+        "is_mid_turn_precheck_error_message"
+    ),
+    "preemptive": (
+        "format_prompt_too_large_message resolve_prompt_budget "
+        "should_preemptively_compact_before_prompt should_refuse_prompt_before_sending"
+    ),
+    "tokens": "estimate_llm_boundary_token_pressure estimate_rendered_llm_boundary_token_pressure",
+    "truncation": (
+        "session_likely_has_oversized_tool_results truncate_oversized_tool_results_in_messages"
+    ),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "ContextEngine",
-    "MidTurnPrecheckOptions",
-    "estimate_llm_boundary_token_pressure",
-    "estimate_rendered_llm_boundary_token_pressure",
-    "format_prompt_too_large_message",
-    "install_tool_result_context_guard",
-    "is_mid_turn_precheck_error_message",
-    "resolve_prompt_budget",
-    "session_likely_has_oversized_tool_results",
-    "should_preemptively_compact_before_prompt",
-    "should_refuse_prompt_before_sending",
+    "ContextEngine", "MidTurnPrecheckOptions", "estimate_llm_boundary_token_pressure",
+    "estimate_rendered_llm_boundary_token_pressure", "format_prompt_too_large_message",
+    "install_tool_result_context_guard", "is_mid_turn_precheck_error_message",
+    "resolve_prompt_budget", "session_likely_has_oversized_tool_results",
+    "should_preemptively_compact_before_prompt", "should_refuse_prompt_before_sending",
     "truncate_oversized_tool_results_in_messages",
-]
+]  # fmt: skip

@@ -6,34 +6,50 @@ context for one run from the ``[agent]`` settings and the workspace. Plugins add
 sections through the ``register_prompt_sections`` hook. See docs/prompt.md.
 """
 
-from .bootstrap import build_bootstrap_context_files, load_bootstrap_files, trim_bootstrap_content
-from .builder import PROMPT_MODES, PromptSectionOverride, build_agent_system_prompt, section_names
-from .context import ContextFile, PromptContext, PromptMode, RuntimeInfo, SandboxInfo, ToolLine
-from .plan import RunPrompt, prepare_run_prompt, system_timezone, tool_lines
-from .sections import BUILTIN_SECTIONS, IDENTITY_LINE, runtime_line
-from .settings import PromptSettings, SandboxSettings
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .bootstrap import (  # noqa: I001 (packed: a face has at most 100 lines)
+        build_bootstrap_context_files, load_bootstrap_files, trim_bootstrap_content,
+    )
+    from .builder import (
+        PROMPT_MODES, PromptSectionOverride, build_agent_system_prompt, section_names,
+    )
+    from .context import ContextFile, PromptContext, PromptMode, RuntimeInfo, SandboxInfo, ToolLine
+    from .plan import RunPrompt, prepare_run_prompt, system_timezone, tool_lines
+    from .sections import BUILTIN_SECTIONS, IDENTITY_LINE, runtime_line
+    from .settings import PromptSettings, SandboxSettings
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "bootstrap": "build_bootstrap_context_files load_bootstrap_files trim_bootstrap_content",
+    "builder": "PROMPT_MODES PromptSectionOverride build_agent_system_prompt section_names",
+    "context": "ContextFile PromptContext PromptMode RuntimeInfo SandboxInfo ToolLine",
+    "plan": "RunPrompt prepare_run_prompt system_timezone tool_lines",
+    "sections": "BUILTIN_SECTIONS IDENTITY_LINE runtime_line",
+    "settings": "PromptSettings SandboxSettings",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "BUILTIN_SECTIONS",
-    "IDENTITY_LINE",
-    "PROMPT_MODES",
-    "ContextFile",
-    "PromptContext",
-    "PromptMode",
-    "PromptSectionOverride",
-    "PromptSettings",
-    "RunPrompt",
-    "RuntimeInfo",
-    "SandboxInfo",
-    "SandboxSettings",
-    "ToolLine",
-    "build_agent_system_prompt",
-    "build_bootstrap_context_files",
-    "load_bootstrap_files",
-    "prepare_run_prompt",
-    "runtime_line",
-    "section_names",
-    "system_timezone",
-    "tool_lines",
-    "trim_bootstrap_content",
-]
+    "BUILTIN_SECTIONS", "IDENTITY_LINE", "PROMPT_MODES", "ContextFile", "PromptContext",
+    "PromptMode", "PromptSectionOverride", "PromptSettings", "RunPrompt", "RuntimeInfo",
+    "SandboxInfo", "SandboxSettings", "ToolLine", "build_agent_system_prompt",
+    "build_bootstrap_context_files", "load_bootstrap_files", "prepare_run_prompt", "runtime_line",
+    "section_names", "system_timezone", "tool_lines", "trim_bootstrap_content",
+]  # fmt: skip

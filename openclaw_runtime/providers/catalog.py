@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..llm import Model, ModelCost
-from .openai_compat import OPENAI_COMPLETIONS_API
+from .api_names import OPENAI_COMPLETIONS_API
 
 __all__ = [
     "CATALOG_PROVIDERS",

@@ -29,6 +29,7 @@ import orjson
 from .._json import loads_untrusted, prune_json
 from ..messages import AssistantMessage
 from ..redaction import redact_diagnostic
+from .network_errors import NETWORK_ERROR_PREFIX, is_network_error_message
 
 __all__ = [
     "EMPTY_STREAM_ERROR",
@@ -58,7 +59,6 @@ _HTML_SKIP_RE = re.compile(
     r"<(script|style|head)\b[^>]*>.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL
 )
 #: How a connection that could not be made starts (OpenClaw's "Connection error" wording).
-NETWORK_ERROR_PREFIX = "Connection error: "
 _DNS_ERRNOS = frozenset({socket.EAI_NONAME, socket.EAI_AGAIN, getattr(socket, "EAI_NODATA", -5)})
 _DNS_WORDS = (
     "name or service not known",
@@ -289,14 +289,6 @@ def describe_connect_error(exc: BaseException, url: str | None) -> str:
     if "refused" in lowered:
         return f"{NETWORK_ERROR_PREFIX}cannot reach {target} (connection refused)"
     return f"{NETWORK_ERROR_PREFIX}cannot reach {target} ({why})"
-
-
-def is_network_error_message(text: str | None) -> bool:
-    """The text of a connection that could not be made (refused, unresolved, unreachable), as
-    opposed to one that timed out: users see ``network``, not ``timeout``."""
-    return bool(text) and str(text).startswith(
-        (f"{NETWORK_ERROR_PREFIX}cannot reach ", f"{NETWORK_ERROR_PREFIX}cannot resolve host ")
-    )
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

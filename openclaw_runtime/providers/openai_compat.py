@@ -27,6 +27,7 @@ import orjson
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamOptions
 from ..redaction import register_header_secrets
+from .api_names import OPENAI_COMPLETIONS_API
 from .empty_stream import (
     DIAGNOSTIC_NOTE,
     EmptyStreamKind,
@@ -62,7 +63,6 @@ __all__ = [
     "OpenAICompatProvider",
 ]
 
-OPENAI_COMPLETIONS_API = "openai-completions"
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "openrouter": "https://openrouter.ai/api/v1",

@@ -1,6 +1,6 @@
 """Stream repair: tool calls written as plain text, found and promoted to structured calls.
 
-Some models write a tool call as text (``[read]\\n{"path": "a"}\\n[/read]``,
+Some models write a tool call as text (``[read]\n{"path": "a"}\n[/read]``,
 ``<function=read><parameter=path>a</parameter></function>``, a bare ``{"name": …}`` object…)
 instead of a structured call. This package recognizes those syntaxes (OpenClaw's
 ``packages/tool-call-repair``, openclaw-spec §9) and repairs them:
@@ -25,52 +25,62 @@ Modules: ``grammar`` (characters, markers, line breaks), ``scan``/``xmlish``/``j
 ``compose``. Everything not re-exported here is imported from its module.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .blocks import (
-    PlainTextToolCallBlock,
-    PlainTextToolCallParseOptions,
-)
-from .compose import apply_stream_repairers
-from .formats import (
-    BUILTIN_TOOL_CALL_FORMATS,
-    FormatScan,
-    FormatScanOptions,
-    ToolCallFormat,
-)
-from .grammar import StructuralLineBreaks
-from .normalizer import (
-    PLAIN_TEXT_TOOL_CALL_REPAIRER,
-    PlainTextToolCallRepairer,
-    repair_plain_text_tool_calls,
-)
-from .payload import parse_standalone_plain_text_tool_call_blocks
-from .promote import (
-    project_standalone_plain_text_tool_call_message,
-    promote_plain_text_tool_calls,
-)
-from .scan import (
-    scan_plain_text_json_tool_call,
-    scan_plain_text_tool_call,
-)
-from .strip import strip_plain_text_tool_call_blocks
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .blocks import (  # noqa: I001 (packed: a face has at most 100 lines)
+        PlainTextToolCallBlock, PlainTextToolCallParseOptions,
+    )
+    from .compose import apply_stream_repairers
+    from .formats import BUILTIN_TOOL_CALL_FORMATS, FormatScan, FormatScanOptions, ToolCallFormat
+    from .grammar import StructuralLineBreaks
+    from .normalizer import (
+        PLAIN_TEXT_TOOL_CALL_REPAIRER, PlainTextToolCallRepairer, repair_plain_text_tool_calls,
+    )
+    from .payload import parse_standalone_plain_text_tool_call_blocks
+    from .promote import (
+        project_standalone_plain_text_tool_call_message, promote_plain_text_tool_calls,
+    )
+    from .scan import scan_plain_text_json_tool_call, scan_plain_text_tool_call
+    from .strip import strip_plain_text_tool_call_blocks
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "blocks": "PlainTextToolCallBlock PlainTextToolCallParseOptions",
+    "compose": "apply_stream_repairers",
+    "formats": "BUILTIN_TOOL_CALL_FORMATS FormatScan FormatScanOptions ToolCallFormat",
+    "grammar": "StructuralLineBreaks",
+    "normalizer": (
+        "PLAIN_TEXT_TOOL_CALL_REPAIRER PlainTextToolCallRepairer repair_plain_text_tool_calls"
+    ),
+    "payload": "parse_standalone_plain_text_tool_call_blocks",
+    "promote": "project_standalone_plain_text_tool_call_message promote_plain_text_tool_calls",
+    "scan": "scan_plain_text_json_tool_call scan_plain_text_tool_call",
+    "strip": "strip_plain_text_tool_call_blocks",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "BUILTIN_TOOL_CALL_FORMATS",
-    "PLAIN_TEXT_TOOL_CALL_REPAIRER",
-    "FormatScan",
-    "FormatScanOptions",
-    "PlainTextToolCallBlock",
-    "PlainTextToolCallParseOptions",
-    "PlainTextToolCallRepairer",
-    "StructuralLineBreaks",
-    "ToolCallFormat",
-    "apply_stream_repairers",
+    "BUILTIN_TOOL_CALL_FORMATS", "PLAIN_TEXT_TOOL_CALL_REPAIRER", "FormatScan", "FormatScanOptions",
+    "PlainTextToolCallBlock", "PlainTextToolCallParseOptions", "PlainTextToolCallRepairer",
+    "StructuralLineBreaks", "ToolCallFormat", "apply_stream_repairers",
     "parse_standalone_plain_text_tool_call_blocks",
-    "project_standalone_plain_text_tool_call_message",
-    "promote_plain_text_tool_calls",
-    "repair_plain_text_tool_calls",
-    "scan_plain_text_json_tool_call",
-    "scan_plain_text_tool_call",
+    "project_standalone_plain_text_tool_call_message", "promote_plain_text_tool_calls",
+    "repair_plain_text_tool_calls", "scan_plain_text_json_tool_call", "scan_plain_text_tool_call",
     "strip_plain_text_tool_call_blocks",
-]
+]  # fmt: skip

@@ -12,53 +12,60 @@ A policy package: it imports the kernel, ``events``, ``messages`` and ``repair``
 See ``docs/replies.md``.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .blocks import BlockSend, ReplyStreamObserver
-from .chunker import (
-    DEFAULT_BLOCK_MAX_CHARS,
-    DEFAULT_BLOCK_MIN_CHARS,
-    BlockChunking,
-    BreakPreference,
-    EmbeddedBlockChunker,
-    FenceSpan,
-    parse_fence_spans,
-)
-from .dedupe import (
-    DEFAULT_MESSAGING_TOOLS,
-    MAX_TRACKED_SENDS,
-    MessagingToolTracker,
-    messaging_send_text,
-)
-from .stream import (
-    INLINE_TAGS_SIGNATURE,
-    split_message_tags,
-    split_reply_tag_events,
-    with_reply_tag_splitting,
-)
-from .tags import ReplyTagSplitter, Segment, SegmentKind, SplitText, split_reply_tags
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .blocks import (  # noqa: I001 (packed: a face has at most 100 lines)
+        BlockSend, ReplyStreamObserver,
+    )
+    from .chunker import (
+        DEFAULT_BLOCK_MAX_CHARS, DEFAULT_BLOCK_MIN_CHARS, BlockChunking, BreakPreference,
+        EmbeddedBlockChunker, FenceSpan, parse_fence_spans,
+    )
+    from .dedupe import (
+        DEFAULT_MESSAGING_TOOLS, MAX_TRACKED_SENDS, MessagingToolTracker, messaging_send_text,
+    )
+    from .stream import (
+        INLINE_TAGS_SIGNATURE, split_message_tags, split_reply_tag_events, with_reply_tag_splitting,
+    )
+    from .tags import ReplyTagSplitter, Segment, SegmentKind, SplitText, split_reply_tags
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "blocks": "BlockSend ReplyStreamObserver",
+    "chunker": (
+        "DEFAULT_BLOCK_MAX_CHARS DEFAULT_BLOCK_MIN_CHARS BlockChunking BreakPreference "
+        "EmbeddedBlockChunker FenceSpan parse_fence_spans"
+    ),
+    "dedupe": "DEFAULT_MESSAGING_TOOLS MAX_TRACKED_SENDS MessagingToolTracker messaging_send_text",
+    "stream": (
+        "INLINE_TAGS_SIGNATURE split_message_tags split_reply_tag_events "
+        "with_reply_tag_splitting"
+    ),
+    "tags": "ReplyTagSplitter Segment SegmentKind SplitText split_reply_tags",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "DEFAULT_BLOCK_MAX_CHARS",
-    "DEFAULT_BLOCK_MIN_CHARS",
-    "DEFAULT_MESSAGING_TOOLS",
-    "INLINE_TAGS_SIGNATURE",
-    "MAX_TRACKED_SENDS",
-    "BlockChunking",
-    "BlockSend",
-    "BreakPreference",
-    "EmbeddedBlockChunker",
-    "FenceSpan",
-    "MessagingToolTracker",
-    "ReplyStreamObserver",
-    "ReplyTagSplitter",
-    "Segment",
-    "SegmentKind",
-    "SplitText",
-    "messaging_send_text",
-    "parse_fence_spans",
-    "split_message_tags",
-    "split_reply_tag_events",
-    "split_reply_tags",
+    "DEFAULT_BLOCK_MAX_CHARS", "DEFAULT_BLOCK_MIN_CHARS", "DEFAULT_MESSAGING_TOOLS",
+    "INLINE_TAGS_SIGNATURE", "MAX_TRACKED_SENDS", "BlockChunking", "BlockSend", "BreakPreference",
+    "EmbeddedBlockChunker", "FenceSpan", "MessagingToolTracker", "ReplyStreamObserver",
+    "ReplyTagSplitter", "Segment", "SegmentKind", "SplitText", "messaging_send_text",
+    "parse_fence_spans", "split_message_tags", "split_reply_tag_events", "split_reply_tags",
     "with_reply_tag_splitting",
-]
+]  # fmt: skip

@@ -14,76 +14,75 @@ their own modules: ``breaker``, ``retry_limit``, ``retry_instructions``, ``recov
 ``payloads`` and ``steering``.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .compact import compact_session_queued
-from .entry import BUILTIN_DEFAULT_MODEL
-from .events import (
-    AttemptDecision,
-    AttemptEnd,
-    AttemptStart,
-    CompactionEnd,
-    CompactionStart,
-    ContextWindowWarning,
-    LaneAcquired,
-    LaneWait,
-    PluginFaultRaised,
-    PluginQuarantined,
-    ProfileRotated,
-    RetryScheduled,
-    RunEnd,
-    RunStart,
-    ToolResultsTruncated,
-)
-from .file_lanes import FileLanes
-from .lanes import InProcessLanes
-from .live import LiveMessageResult, LiveRunHandle, LiveRunRegistry
-from .live_inbox import FileLiveInbox
-from .outcome import AgentRunTerminalOutcome
-from .reply_payload import ReplyPayload
-from .request import RunErrorInfo, RunRequest, RunResult
-from .run import run_embedded_agent
-from .run_state import RunEventCallback
-from .services import RunHooks, RunHost, RunServices
-from .session_index import JsonFileSessionIndex
-from .steering_store import InMemorySteeringStore, JsonFileSteeringStore, RecordsSteeringStore
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .compact import compact_session_queued  # noqa: I001 (packed: a face has at most 100 lines)
+    from .entry import BUILTIN_DEFAULT_MODEL
+    from .events import (
+        AttemptDecision, AttemptEnd, AttemptStart, CompactionEnd, CompactionStart,
+        ContextWindowWarning, LaneAcquired, LaneWait, PluginFaultRaised, PluginQuarantined,
+        ProfileRotated, RetryScheduled, RunEnd, RunStart, ToolResultsTruncated,
+    )
+    from .file_lanes import FileLanes
+    from .lanes import InProcessLanes
+    from .live import LiveMessageResult, LiveRunHandle, LiveRunRegistry
+    from .live_inbox import FileLiveInbox
+    from .outcome import AgentRunTerminalOutcome
+    from .reply_payload import ReplyPayload
+    from .request import RunErrorInfo, RunRequest, RunResult
+    from .run import run_embedded_agent
+    from .run_state import RunEventCallback
+    from .services import RunHooks, RunHost, RunServices
+    from .session_index import JsonFileSessionIndex
+    from .steering_store import InMemorySteeringStore, JsonFileSteeringStore, RecordsSteeringStore
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "compact": "compact_session_queued",
+    "entry": "BUILTIN_DEFAULT_MODEL",
+    "events": (
+        "AttemptDecision AttemptEnd AttemptStart CompactionEnd CompactionStart "
+        "ContextWindowWarning LaneAcquired LaneWait PluginFaultRaised PluginQuarantined "
+        "ProfileRotated RetryScheduled RunEnd RunStart ToolResultsTruncated"
+    ),
+    "file_lanes": "FileLanes",
+    "lanes": "InProcessLanes",
+    "live": "LiveMessageResult LiveRunHandle LiveRunRegistry",
+    "live_inbox": "FileLiveInbox",
+    "outcome": "AgentRunTerminalOutcome",
+    "reply_payload": "ReplyPayload",
+    "request": "RunErrorInfo RunRequest RunResult",
+    "run": "run_embedded_agent",
+    "run_state": "RunEventCallback",
+    "services": "RunHooks RunHost RunServices",
+    "session_index": "JsonFileSessionIndex",
+    "steering_store": "InMemorySteeringStore JsonFileSteeringStore RecordsSteeringStore",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "BUILTIN_DEFAULT_MODEL",
-    "AgentRunTerminalOutcome",
-    "AttemptDecision",
-    "AttemptEnd",
-    "AttemptStart",
-    "CompactionEnd",
-    "CompactionStart",
-    "ContextWindowWarning",
-    "FileLanes",
-    "FileLiveInbox",
-    "InMemorySteeringStore",
-    "InProcessLanes",
-    "JsonFileSessionIndex",
-    "JsonFileSteeringStore",
-    "LaneAcquired",
-    "LaneWait",
-    "LiveMessageResult",
-    "LiveRunHandle",
-    "LiveRunRegistry",
-    "PluginFaultRaised",
-    "PluginQuarantined",
-    "ProfileRotated",
-    "RecordsSteeringStore",
-    "ReplyPayload",
-    "RetryScheduled",
-    "RunEnd",
-    "RunErrorInfo",
-    "RunEventCallback",
-    "RunHooks",
-    "RunHost",
-    "RunRequest",
-    "RunResult",
-    "RunServices",
-    "RunStart",
-    "ToolResultsTruncated",
-    "compact_session_queued",
-    "run_embedded_agent",
-]
+    "BUILTIN_DEFAULT_MODEL", "AgentRunTerminalOutcome", "AttemptDecision", "AttemptEnd",
+    "AttemptStart", "CompactionEnd", "CompactionStart", "ContextWindowWarning", "FileLanes",
+    "FileLiveInbox", "InMemorySteeringStore", "InProcessLanes", "JsonFileSessionIndex",
+    "JsonFileSteeringStore", "LaneAcquired", "LaneWait", "LiveMessageResult", "LiveRunHandle",
+    "LiveRunRegistry", "PluginFaultRaised", "PluginQuarantined", "ProfileRotated",
+    "RecordsSteeringStore", "ReplyPayload", "RetryScheduled", "RunEnd", "RunErrorInfo",
+    "RunEventCallback", "RunHooks", "RunHost", "RunRequest", "RunResult", "RunServices", "RunStart",
+    "ToolResultsTruncated", "compact_session_queued", "run_embedded_agent",
+]  # fmt: skip

@@ -8,7 +8,7 @@ could not be reached. ``timeout`` is reported only when something did time out.
 
 from __future__ import annotations
 
-from ..providers.errors import is_network_error_message
+from ..providers.network_errors import is_network_error_message
 
 __all__ = ["provider_error_kind", "user_facing_reason"]
 

@@ -24,15 +24,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
 from ..abort import AbortController, AbortSignal
-from ..agent.agent import PendingMessageQueue
-from ..agent.types import QueueMode
 from ..messages import TextContent, UserMessage
 from ..redaction import package_logger
+
+if TYPE_CHECKING:
+    from ..agent.types import QueueMode
 
 __all__ = [
     "LiveMessageKind",
@@ -127,6 +128,8 @@ class LiveRunHandle:
         self.session_id = session_id
         self.session_key = session_key
         self.run_id = run_id
+        from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
+
         self.steering = PendingMessageQueue(steering_mode)
         self.follow_ups = PendingMessageQueue(follow_up_mode)
         self.controller = AbortController()

@@ -14,38 +14,53 @@ This face re-exports the names the runner and provider plugins use; everything e
 imported from its module.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from .policy import (
-    TranscriptPolicy,
-    resolve_transcript_policy,
-    should_merge_consecutive_user_turns,
-)
-from .repair import repair_session_file_if_needed
-from .replay import (
-    sanitize_google_turn_ordering,
-    validate_gemini_turns,
-    validate_replay_turns,
-    validate_strict_turns,
-)
-from .sanitize import run_transcript_sanitizers
-from .session_ids import validate_session_id
-from .store import (
-    JsonlSessionStore,
-    SessionManager,
-)
+if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    # fmt: off
+    from .policy import (  # noqa: I001 (packed: a face has at most 100 lines)
+        TranscriptPolicy, resolve_transcript_policy, should_merge_consecutive_user_turns,
+    )
+    from .repair import repair_session_file_if_needed
+    from .replay import (
+        sanitize_google_turn_ordering, validate_gemini_turns, validate_replay_turns,
+        validate_strict_turns,
+    )
+    from .sanitize import run_transcript_sanitizers
+    from .session_ids import validate_session_id
+    from .store import JsonlSessionStore, SessionManager
+    # fmt: on
+
+#: module -> the public names it provides, each imported on first use (start-up time)
+_LAZY = {
+    "policy": "TranscriptPolicy resolve_transcript_policy should_merge_consecutive_user_turns",
+    "repair": "repair_session_file_if_needed",
+    "replay": (
+        "sanitize_google_turn_ordering validate_gemini_turns validate_replay_turns "
+        "validate_strict_turns"
+    ),
+    "sanitize": "run_transcript_sanitizers",
+    "session_ids": "validate_session_id",
+    "store": "JsonlSessionStore SessionManager",
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import the module behind a public name on first use, then keep the name here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # lazy: start-up time
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "JsonlSessionStore",
-    "SessionManager",
-    "TranscriptPolicy",
-    "repair_session_file_if_needed",
-    "resolve_transcript_policy",
-    "run_transcript_sanitizers",
-    "sanitize_google_turn_ordering",
-    "should_merge_consecutive_user_turns",
-    "validate_gemini_turns",
-    "validate_replay_turns",
-    "validate_session_id",
-    "validate_strict_turns",
-]
+    "JsonlSessionStore", "SessionManager", "TranscriptPolicy", "repair_session_file_if_needed",
+    "resolve_transcript_policy", "run_transcript_sanitizers", "sanitize_google_turn_ordering",
+    "should_merge_consecutive_user_turns", "validate_gemini_turns", "validate_replay_turns",
+    "validate_session_id", "validate_strict_turns",
+]  # fmt: skip

@@ -7,15 +7,22 @@ from typing import Any
 from openclaw_runtime import hookimpl
 from openclaw_runtime.failover import FailoverClassification, FailoverSignal
 from openclaw_runtime.providers.catalog import catalog_aliases, catalog_models
+from openclaw_runtime.providers.deferred import DeferredProvider, ProviderLike
 from openclaw_runtime.transcript import TranscriptPolicy
 from openclaw_runtime.types import RegisterComponent, RegisterModel
 
 from ._failover import ANTHROPIC_FAILOVER_OWNER
-from ._provider import AnthropicProvider
 from ._request import ANTHROPIC_MESSAGES_API
 from ._turns import validate_anthropic_replay_turns
 
 __all__ = ["classify_failover", "register_models", "register_providers", "validate_replay_turns"]
+
+
+def _provider() -> ProviderLike:
+    """A new ``AnthropicProvider``, built on the first request (it imports httpx: start-up time)."""
+    from ._provider import AnthropicProvider  # lazy: start-up time
+
+    return AnthropicProvider()
 
 
 @hookimpl
@@ -27,7 +34,7 @@ def classify_failover(signal: FailoverSignal) -> FailoverClassification | None:
 @hookimpl
 def register_providers(register: RegisterComponent) -> None:
     """``anthropic-messages``: the Anthropic Messages API over httpx (one instance per runtime)."""
-    register(ANTHROPIC_MESSAGES_API, AnthropicProvider().stream_fn)
+    register(ANTHROPIC_MESSAGES_API, DeferredProvider(_provider).stream_fn)
 
 
 @hookimpl
