@@ -61,7 +61,8 @@ def __getattr__(name: str) -> _typing.Any:
 
 __all__ = [
     "BACKEND_KINDS", "EMBEDDED_BACKEND", "MEMORY_BACKEND", "PRIORITY_RANK", "AuthStore",
-    "HeldLane", "LaneBackend", "LaneLease", "LaneReentryError", "LaneTimeoutError", "LiveInbox", "LiveInboxLease", "Priority",
+    "HeldLane", "LaneBackend", "LaneLease", "LaneReentryError", "LaneTimeoutError", "LiveInbox",
+    "LiveInboxLease", "Priority",
     "Session", "SessionIndex", "SessionIndexEntry", "SessionStore", "SteeringLease",
     "SteeringStore", "SteeringStoreError", "SubagentRunRecord", "UpdateFn", "held_lanes", "holding",
     "is_session_lane",
