@@ -251,17 +251,18 @@ def _is_reexport(node: ast.stmt) -> bool:
     return isinstance(target, ast.Name) and target.id == "__all__"
 
 
-#: A face may re-export lazily (start-up time): a name table and a documented ``__getattr__``
-#: that imports the module behind a name on first use. Nothing else.
-LAZY_FACE_NAMES = {"_LAZY", "_WHERE"}
+#: A face may re-export lazily (start-up time): a name table and the shared loader
+#: (``__getattr__ = lazy_getattr(__name__, _LAZY)``, ``openclaw_runtime._lazy_face``). Nothing else.
+LAZY_FACE_NAMES = {"_LAZY"}
 
 
 def _is_lazy_getattr(node: ast.stmt) -> bool:
     return (
-        isinstance(node, ast.FunctionDef)
-        and node.name == "__getattr__"
-        and ast.get_docstring(node) is not None
-        and len(node.body) <= 8
+        isinstance(node, ast.Assign)
+        and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__getattr__"]
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "lazy_getattr"
     )
 
 

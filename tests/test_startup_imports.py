@@ -40,6 +40,7 @@ def test_import_openclaw_runtime_loads_nothing_heavy():
     assert heavy_in(modules) == []
     assert sorted(m for m in modules if m.startswith("openclaw_runtime")) == [
         "openclaw_runtime",
+        "openclaw_runtime._lazy_face",  # the faces' one loader (stdlib only)
         "openclaw_runtime._version",
     ]
 

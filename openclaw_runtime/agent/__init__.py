@@ -6,6 +6,8 @@ only through ``AgentLoopConfig`` callbacks and a ``StreamFn``.
 
 import typing as _typing
 
+from .._lazy_face import lazy_getattr
+
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
     from .agent import (  # noqa: I001 (packed: a face has at most 100 lines)
@@ -49,19 +51,7 @@ _LAZY = {
         "TurnContext TurnUpdate default_convert_to_llm"
     ),
 }
-_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
-
-
-def __getattr__(name: str) -> _typing.Any:
-    """Import the module behind a public name on first use, then keep the name here."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module  # lazy: start-up time
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

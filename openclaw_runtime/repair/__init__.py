@@ -27,6 +27,8 @@ Modules: ``grammar`` (characters, markers, line breaks), ``scan``/``xmlish``/``j
 
 import typing as _typing
 
+from .._lazy_face import lazy_getattr
+
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
     from .blocks import (  # noqa: I001 (packed: a face has at most 100 lines)
@@ -60,19 +62,7 @@ _LAZY = {
     "scan": "scan_plain_text_json_tool_call scan_plain_text_tool_call",
     "strip": "strip_plain_text_tool_call_blocks",
 }
-_WHERE = {name: module for module, names in _LAZY.items() for name in names.split()}
-
-
-def __getattr__(name: str) -> _typing.Any:
-    """Import the module behind a public name on first use, then keep the name here."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module  # lazy: start-up time
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
