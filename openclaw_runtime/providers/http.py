@@ -25,7 +25,7 @@ import sniffio
 
 from ..abort import AbortSignal
 from ..llm import StreamOptions
-from .body_watch import body_watch
+from .body_watch import BodyWatch, body_watch
 
 __all__ = [
     "DRAIN_LIMIT",
@@ -105,6 +105,15 @@ async def guarded(
     raise IdleTimeout()
 
 
+def _raise_if_ours(watch: BodyWatch, exc: BaseException) -> None:
+    """A failed read that was our abort or our idle deadline raises as that; else returns."""
+    cause = watch.cause(exc)
+    if cause == "aborted":
+        raise Aborted() from None
+    if cause == "idle":
+        raise IdleTimeout() from None
+
+
 async def stream_chunks(
     response: httpx.Response,
     signal: AbortSignal | None,
@@ -154,11 +163,7 @@ async def stream_chunks(
                     else:
                         return
                 except httpx.HTTPError as exc:
-                    cause = watch.cause(exc)
-                    if cause == "aborted":
-                        raise Aborted() from None
-                    if cause == "idle":
-                        raise IdleTimeout() from None
+                    _raise_if_ours(watch, exc)
                     raise
             # the rest: drained after a complete message, or each read guarded (no watch)
             while True:
@@ -176,11 +181,7 @@ async def stream_chunks(
                     if done:
                         return
                     if watch is not None and not isinstance(exc, Aborted | IdleTimeout):
-                        cause = watch.cause(exc)
-                        if cause == "aborted":
-                            raise Aborted() from None
-                        if cause == "idle":
-                            raise IdleTimeout() from None
+                        _raise_if_ours(watch, exc)
                     raise
                 if done:
                     drained += len(chunk)
