@@ -6,6 +6,9 @@
   tag table of ``test_reply_tags`` runs through both paths too.
 * Lane heartbeats start at the grant: beats follow the half-second throttle from the moment
   the lanes are granted, not from the first event (a fake clock, no sleeping).
+* Stream repair leaves out a stage that says a request's stream passes it untouched (the
+  plain-text tool-call repairer when no tools are offered); a probe that is missing, raises
+  or says anything but True keeps the stage; tool-call text is still promoted with tools.
 * End to end over real HTTP (asyncio and trio): a plain reply, a reply with leading
   whitespace and a reply with inline reasoning come out with the same text, thinking and
   transcript content as before.
@@ -20,21 +23,27 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime
+from openclaw_runtime.containment import PluginGuard
+from openclaw_runtime.llm import Context, StreamOptions, Tool
 from openclaw_runtime.messages import (
     AssistantMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
 )
+from openclaw_runtime.repair.compose import apply_stream_repairers, guard_stream_repairer
+from openclaw_runtime.repair.normalizer import PlainTextToolCallRepairer
 from openclaw_runtime.reply import stream as reply_stream
 from openclaw_runtime.reply.stream import split_message_tags
 from openclaw_runtime.reply.tag_free import splits_to_itself
 from openclaw_runtime.runner import run_state
 from openclaw_runtime.runner.request import RunRequest
 from openclaw_runtime.runner.run_state import RunState
+from openclaw_runtime.testing import FakeProvider, FakeProviderPlugin, fake_model, text
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
 from tests.test_reply_tags import CASES as TAG_CASES
 from tests.test_run_recovery import KEYS, Recorder, build_runtime
+from tests.test_runtime_stream_repair import lookup
 
 
 def _message(*content: Any) -> AssistantMessage:
@@ -215,3 +224,82 @@ async def test_runs_reply_with_the_same_text_and_blocks(
         assert stored.content == final.content
     finally:
         await runtime.aclose()
+
+
+# --------------------------------------------------------------------------- stream repair
+
+
+class _Stage:
+    """A transformer that records the event types it saw; ``probe`` is its pass-through
+    answer (``"missing"``: no probe; ``"raise"``: the probe raises)."""
+
+    def __init__(self, probe: Any) -> None:
+        self.seen: list[str] = []
+        if probe != "missing":
+            self.passes_through = self._probe
+        self._answer = probe
+
+    def _probe(self, context: Any) -> Any:
+        if self._answer == "raise":
+            raise RuntimeError("probe failed")
+        return self._answer
+
+    def __call__(self, events: Any, context: Any) -> Any:
+        async def transform() -> Any:
+            async for event in events:
+                self.seen.append(event.type)
+                yield event
+
+        return transform()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("probe", "left_out"),
+    [(True, True), (False, False), ("missing", False), ("raise", False), ("yes", False)],
+)
+@pytest.mark.parametrize("guarded", [False, True], ids=["bare", "guarded"])
+async def test_a_stage_is_left_out_only_when_it_says_it_passes_through(
+    probe: Any, left_out: bool, guarded: bool
+) -> None:
+    provider = FakeProvider()
+    provider.reply(text("hello"))
+    stage = _Stage(probe)
+    transformer: Any = stage
+    if guarded:
+        transformer = guard_stream_repairer(stage, guard=PluginGuard(), plugin="p", name="s")
+    stream = apply_stream_repairers(provider.stream_fn, [transformer])(
+        fake_model(), Context(), StreamOptions()
+    )
+    types = [event.type async for event in stream]
+    assert types[0] == "start" and types[-1] == "done"
+    assert (await stream.result()).text() == "hello"
+    assert stage.seen == ([] if left_out else types)
+
+
+def test_the_plain_text_repairer_passes_through_only_without_tools() -> None:
+    repairer = PlainTextToolCallRepairer()
+    assert repairer.passes_through(Context()) is True
+    assert repairer.passes_through(Context(tools=[Tool("read", "read a file")])) is False
+    assert repairer.passes_through(Context(tools=[Tool("  ", "blank name")])) is True
+
+
+@pytest.mark.anyio
+async def test_tool_call_text_stays_text_without_tools_and_is_promoted_with_them(
+    runtime_factory: Any,
+) -> None:
+    written = '{"name": "lookup", "arguments": {"query": "otters"}}'
+    provider = FakeProvider()
+    provider.reply(text(written))
+    provider.reply(text(written))
+    provider.reply("Otters hold hands.")
+    runtime = runtime_factory(plugins=[("fake-provider", FakeProviderPlugin(provider))])
+    plain = runtime.create_agent(model="fake/fake-model")
+    await plain.prompt("no tools here")
+    assert plain.state.messages[-1].text() == written
+    assert not [b for b in plain.state.messages[-1].content if isinstance(b, ToolCall)]
+    with_tools = runtime.create_agent(model="fake/fake-model", tools=[lookup])
+    await with_tools.prompt("Tell me about otters")
+    (call,) = [b for b in with_tools.state.messages[1].content if isinstance(b, ToolCall)]
+    assert (call.name, call.arguments) == ("lookup", {"query": "otters"})
+    assert with_tools.state.messages[-1].text() == "Otters hold hands."
