@@ -24,6 +24,7 @@ import pytest
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.containment import PluginGuard
+from openclaw_runtime.failover.fallback import ModelCandidate, _as_candidate
 from openclaw_runtime.llm import Context, StreamOptions, Tool
 from openclaw_runtime.messages import (
     AssistantMessage,
@@ -303,3 +304,24 @@ async def test_tool_call_text_stays_text_without_tools_and_is_promoted_with_them
     (call,) = [b for b in with_tools.state.messages[1].content if isinstance(b, ToolCall)]
     assert (call.name, call.arguments) == ("lookup", {"query": "otters"})
     assert with_tools.state.messages[-1].text() == "Otters hold hands."
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@pytest.mark.parametrize(
+    ("candidate", "origin"),
+    [
+        (ModelCandidate("p", "m"), "requested"),
+        (ModelCandidate("p", "m"), "configured-fallback"),
+        (ModelCandidate("p", "m", "configured-fallback", "p:key"), "requested"),
+        (ModelCandidate("p", "m", "configured-fallback", "p:key"), "configured-fallback"),
+    ],
+)
+def test_a_candidate_gets_its_origin_and_keeps_the_rest(
+    candidate: ModelCandidate, origin: Any
+) -> None:
+    got = _as_candidate(candidate, origin, default_provider=None, aliases={})
+    assert got == ModelCandidate(
+        candidate.provider, candidate.model, origin, candidate.auth_profile_id
+    )
