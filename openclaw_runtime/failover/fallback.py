@@ -111,7 +111,8 @@ def _as_candidate(
     aliases: Mapping[str, str],
 ) -> ModelCandidate | None:
     if isinstance(value, ModelCandidate):
-        return replace(value, route_origin=origin)
+        # frozen: a candidate that already has its origin is the same value
+        return value if value.route_origin == origin else replace(value, route_origin=origin)
     if isinstance(value, tuple):
         provider, model = value
         return ModelCandidate(provider.strip(), model.strip(), origin)

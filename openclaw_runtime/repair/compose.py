@@ -4,6 +4,9 @@
 ``b(a(provider_events, context), context)``: the first transformer sees the provider's events,
 the last one's output is what the caller iterates. Closing the returned stream closes every
 transformer, outermost first, and then the provider's stream (releasing its HTTP response).
+A transformer with a ``passes_through(context)`` method that answers True for a request is
+left out of that request's stream (the built-in plain-text tool-call repairer when the request
+offers no tools): a stage that would only copy events costs two generator layers per event.
 
 ``guard_stream_repairers`` puts every registered repairer and tool-call format behind the
 runtime's ``PluginGuard``: a repairer that raises is taken out of *that* stream (the events it
@@ -64,6 +67,8 @@ async def _repaired_events(
     try:
         events: AsyncIterator[AssistantMessageEvent] = provider_stream
         for transformer in transformers:
+            if _passes_through(transformer, context):
+                continue
             events = transformer(events, context)
             layers.append(events)
         async for event in events:
@@ -72,6 +77,18 @@ async def _repaired_events(
         with anyio.CancelScope(shield=True):
             for layer in reversed(layers):
                 await _aclose(layer)
+
+
+def _passes_through(transformer: Any, context: Context) -> bool:
+    """Does ``transformer`` say a stream for ``context`` passes it untouched? (A probe that
+    is missing, raises or answers anything but True: no.)"""
+    probe = getattr(transformer, "passes_through", None)
+    if probe is None:
+        return False
+    try:
+        return probe(context) is True
+    except Exception:
+        return False
 
 
 def apply_stream_repairers(
@@ -266,6 +283,9 @@ def guard_stream_repairer(
         return _guarded_events(transformer, events, context, guard, plugin, unit)
 
     guarded.__wrapped__ = transformer  # type: ignore[attr-defined]
+    probe = getattr(transformer, "passes_through", None)
+    if callable(probe):
+        guarded.passes_through = probe  # type: ignore[attr-defined]
     return guarded
 
 

@@ -337,6 +337,11 @@ class PlainTextToolCallRepairer:
             max_payload_bytes=self.max_payload_bytes,
         )
 
+    def passes_through(self, context: Context | Any) -> bool:
+        """True when a stream for ``context`` would pass untouched (it offers no tools), so
+        the composer can leave this stage out (``repair.compose``)."""
+        return not resolve_context_tool_names(context)
+
     def with_formats(
         self, formats: Mapping[str, ToolCallFormat] | Iterable[ToolCallFormat]
     ) -> PlainTextToolCallRepairer:

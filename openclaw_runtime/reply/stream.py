@@ -41,6 +41,7 @@ from ..events import (
 from ..llm import Context, StreamFn
 from ..messages import AssistantMessage, TextContent, ThinkingContent
 from ..repair.compose import apply_stream_repairers
+from .tag_free import splits_to_itself
 from .tags import ReplyTagSplitter, Segment
 
 __all__ = [
@@ -128,8 +129,8 @@ def split_message_tags(
 ) -> AssistantMessage:
     """``message`` with the tags of its text blocks split into thinking and text blocks
     (a copy; the message itself when nothing changes)."""
-    if not any(isinstance(b, TextContent) for b in message.content):
-        return message
+    if splits_to_itself(message, enforce_final_tag=enforce_final_tag):
+        return message  # a plain reply: nothing to split (and no text block: nothing at all)
     rebuilder = _Rebuilder(
         message.model_copy(update={"content": []}), enforce_final_tag=enforce_final_tag
     )

@@ -318,7 +318,9 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     prompt = spec.prompt
     if prompt is None:
         return await _run_attempt(spec)
-    spec = dataclasses.replace(spec, system_prompt=prompt.render(spec.model.ref, spec.tools))
+    system_prompt = prompt.render(spec.model.ref, spec.tools)
+    if system_prompt != spec.system_prompt:  # the run's model and tools: already in the spec
+        spec = dataclasses.replace(spec, system_prompt=system_prompt)
     with skill_env_scope(prompt.env):
         return await _run_attempt(spec)
 

@@ -106,9 +106,10 @@ class InProcessLanes:
         state.capacity = max(state.capacity, capacity)
         started = anyio.current_time()
         await self._acquire(state, PRIORITY_RANK.get(priority, 1))
-        deadline = math.inf if timeout_s is None else anyio.current_time() + timeout_s
+        granted = anyio.current_time()
+        deadline = math.inf if timeout_s is None else granted + timeout_s
         scope = anyio.CancelScope(deadline=deadline)
-        lease = LaneLease(lane, timeout_s, anyio.current_time() - started, scope)
+        lease = LaneLease(lane, timeout_s, granted - started, scope)
         try:
             with holding(lane), scope:
                 yield lease

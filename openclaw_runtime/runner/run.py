@@ -334,7 +334,7 @@ class _Run(RunState):
                     await self.emit(
                         LaneAcquired(global_lane, "global", global_lease.waited_s * 1000)
                     )
-                self.heartbeats = [session_lease.heartbeat, global_lease.heartbeat]
+                self.start_heartbeats([session_lease.heartbeat, global_lease.heartbeat])
                 try:
                     return await self._with_session()
                 finally:

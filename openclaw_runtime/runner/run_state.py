@@ -199,6 +199,12 @@ class RunState:
         if self.observes:
             self.hooks.on_agent_event(event, self.session_id)
 
+    def start_heartbeats(self, beats: list[Callable[[], None]]) -> None:
+        """The lanes were just granted (their timeouts run from now): beat them from here on,
+        the first time half a second from now like every later beat, not on the first event."""
+        self.heartbeats = beats
+        self._last_beat = time.monotonic()
+
     def heartbeat(self) -> None:
         """Progress: push the lanes' deadlines out (at most every half second — every
         streamed token calls this, and moving a deadline reschedules a timer)."""
