@@ -11,7 +11,7 @@ not pay for the runtime, httpx, jsonschema and the plugin machinery.
 
 import typing as _typing
 
-from ._lazy_face import lazy_getattr
+from ._lazy_face import lazy_getattr as _lazy_getattr
 from ._version import __version__
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
@@ -63,7 +63,7 @@ _LAZY = {
     ),
     "redaction": "redact register_secret",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

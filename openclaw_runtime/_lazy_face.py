@@ -1,9 +1,10 @@
 """The one ``__getattr__`` of every package face that re-exports lazily (start-up time).
 
-A face lists ``module -> its public names`` in ``_LAZY`` and sets
-``__getattr__ = lazy_getattr(__name__, _LAZY)``: a name is imported from its module on first
-use and then kept in the face's namespace, so later look-ups are plain attribute reads. Type
-checkers see the same names through the face's ``TYPE_CHECKING`` imports.
+A face lists ``module -> its public names`` in ``_LAZY``, imports this function under a
+private name and sets ``__getattr__ = _lazy_getattr(__name__, _LAZY)``: a name is imported
+from its module on first use and then kept in the face's namespace, so later look-ups are
+plain attribute reads. Type checkers see the same names through the face's
+``TYPE_CHECKING`` imports.
 """
 
 from __future__ import annotations

@@ -252,7 +252,7 @@ def _is_reexport(node: ast.stmt) -> bool:
 
 
 #: A face may re-export lazily (start-up time): a name table and the shared loader
-#: (``__getattr__ = lazy_getattr(__name__, _LAZY)``, ``openclaw_runtime._lazy_face``). Nothing else.
+#: (``__getattr__ = _lazy_getattr(__name__, _LAZY)``, ``openclaw_runtime._lazy_face``). Nothing else.
 LAZY_FACE_NAMES = {"_LAZY"}
 
 
@@ -262,7 +262,7 @@ def _is_lazy_getattr(node: ast.stmt) -> bool:
         and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__getattr__"]
         and isinstance(node.value, ast.Call)
         and isinstance(node.value.func, ast.Name)
-        and node.value.func.id == "lazy_getattr"
+        and node.value.func.id == "_lazy_getattr"
     )
 
 

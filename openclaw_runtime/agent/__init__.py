@@ -6,7 +6,7 @@ only through ``AgentLoopConfig`` callbacks and a ``StreamFn``.
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -51,7 +51,7 @@ _LAZY = {
         "TurnContext TurnUpdate default_convert_to_llm"
     ),
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -18,7 +18,7 @@ CLI, plugins and docs use; the rest is imported from its module.
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -62,7 +62,7 @@ _LAZY = {
     "state": "AuthProfileStoreState ProfileUsageStats",
     "store": "InMemoryAuthProfileStore ScopedAuthProfileStore create_scoped_auth_profile_store",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

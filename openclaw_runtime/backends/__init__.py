@@ -15,7 +15,7 @@ imports neither the runner nor the ``Runtime`` (see docs/backends.md).
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -46,7 +46,7 @@ _LAZY = {
         "SubagentRunRecord"
     ),
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

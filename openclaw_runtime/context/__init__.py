@@ -15,7 +15,7 @@ re-exports the names the runner uses; everything else is imported from its modul
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -52,7 +52,7 @@ _LAZY = {
         "session_likely_has_oversized_tool_results truncate_oversized_tool_results_in_messages"
     ),
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -8,7 +8,7 @@ sections through the ``register_prompt_sections`` hook. See docs/prompt.md.
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -33,7 +33,7 @@ _LAZY = {
     "sections": "BUILTIN_SECTIONS IDENTITY_LINE runtime_line",
     "settings": "PromptSettings SandboxSettings",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

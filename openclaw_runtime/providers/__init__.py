@@ -2,7 +2,7 @@
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -15,7 +15,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
 _LAZY = {
     "fake": "FakeError FakeProvider FakeRequest FakeResponse",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

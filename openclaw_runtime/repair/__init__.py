@@ -27,7 +27,7 @@ Modules: ``grammar`` (characters, markers, line breaks), ``scan``/``xmlish``/``j
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -62,7 +62,7 @@ _LAZY = {
     "scan": "scan_plain_text_json_tool_call scan_plain_text_tool_call",
     "strip": "strip_plain_text_tool_call_blocks",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ See ``docs/replies.md``.
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -48,7 +48,7 @@ _LAZY = {
     ),
     "tags": "ReplyTagSplitter Segment SegmentKind SplitText split_reply_tags",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -16,7 +16,7 @@ their own modules: ``breaker``, ``retry_limit``, ``retry_instructions``, ``recov
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -63,7 +63,7 @@ _LAZY = {
     "session_index": "JsonFileSessionIndex",
     "steering_store": "InMemorySteeringStore JsonFileSteeringStore RecordsSteeringStore",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ verdict), ``settings`` (the config sections), ``layers`` (a run's steps), ``owne
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -65,7 +65,7 @@ _LAZY = {
         "ToolPolicySettings pick_tool_policy"
     ),
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

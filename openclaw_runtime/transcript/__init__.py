@@ -16,7 +16,7 @@ imported from its module.
 
 import typing as _typing
 
-from .._lazy_face import lazy_getattr
+from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -45,7 +45,7 @@ _LAZY = {
     "session_ids": "validate_session_id",
     "store": "JsonlSessionStore SessionManager",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -3,7 +3,7 @@ environment overrides they declare, scoped to one attempt (see ``env``)."""
 
 import typing as _typing
 
-from ..._lazy_face import lazy_getattr
+from ..._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
@@ -22,7 +22,7 @@ _LAZY = {
     "frontmatter": "FrontmatterError parse_frontmatter",
     "prompt": "format_skills_for_prompt",
 }
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
