@@ -20,6 +20,7 @@ from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.events import Event
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript.store import JsonlSessionStore
+from tests.run_support import openai_config
 
 pytestmark = pytest.mark.anyio
 
@@ -71,31 +72,15 @@ def server() -> Iterator[FaultInjectingOpenAIServer]:
 
 
 def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: StorePlugin) -> Any:
-    config = {
-        "state_dir": str(tmp_path / "state"),
-        "models": [
-            {
-                "id": "main",
-                "api": "openai-completions",
-                "provider": "mock",
-                "baseUrl": server.base_url,
-                "contextWindow": 64_000,
-                "maxTokens": 1024,
-            }
-        ],
-        "agent": {"model": "mock/main", "timeout_seconds": 20},
-        "auth": {
-            "profiles": [
-                {
-                    "id": "mock:0",
-                    "provider": "mock",
-                    "mode": "api_key",
-                    "credential": {"value": "key-a"},
-                }
-            ]
-        },
-        "backends": {"session_store": "flush-failing"},
-    }
+    config = openai_config(
+        tmp_path / "state",
+        server.base_url,
+        provider="mock",
+        models={"main": 64_000},
+        keys=["key-a"],
+        timeout_seconds=20,
+    )
+    config["backends"] = {"session_store": "flush-failing"}
     runtime = Runtime(
         config, plugins=[("flaky-store", plugin)], load_entrypoints=False, on_load_failure="raise"
     )

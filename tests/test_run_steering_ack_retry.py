@@ -25,6 +25,7 @@ from openclaw_runtime.runner.steering_ack import (
 )
 from openclaw_runtime.runner.steering_store import InMemorySteeringStore
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from tests.run_support import openai_config
 
 ANSWER = "The release is on 2026-12-24, as the sub-agent found."
 
@@ -60,31 +61,15 @@ def server() -> Iterator[FaultInjectingOpenAIServer]:
 
 
 def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: Any) -> Runtime:
-    config = {
-        "state_dir": str(tmp_path / "state"),
-        "models": [
-            {
-                "id": "main",
-                "api": "openai-completions",
-                "provider": "mock",
-                "baseUrl": server.base_url,
-                "contextWindow": 64_000,
-                "maxTokens": 1024,
-            }
-        ],
-        "agent": {"model": "mock/main", "timeout_seconds": 20},
-        "auth": {
-            "profiles": [
-                {
-                    "id": "mock:0",
-                    "provider": "mock",
-                    "mode": "api_key",
-                    "credential": {"value": "key-a"},
-                }
-            ]
-        },
-        "backends": {"steering_store": "flaky-ack"},
-    }
+    config = openai_config(
+        tmp_path / "state",
+        server.base_url,
+        provider="mock",
+        models={"main": 64_000},
+        keys=["key-a"],
+        timeout_seconds=20,
+    )
+    config["backends"] = {"steering_store": "flaky-ack"}
     runtime = Runtime(
         config,
         plugins=[("flaky-steering", plugin)],
