@@ -12,6 +12,11 @@ other load on the machine disturbs less) divided by K (µs per tool-calling turn
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
+A third side, the **kernel floor**, runs the same loop on the bare kernel
+(``agent.loop.run_agent_loop``: the same stream function, the same tool, no session, no
+sanitizers, no context guard, no lanes, no recovery, events to a no-op). It is what any
+``Runtime.run`` costs at least, so ``ours − kernel`` is what the runtime adds per tool call.
+
 Run:  .venv/bin/python benchmarks/tool_loop.py [--k 1 10 50] [--rounds 7] [--quick]
       [--mode durable|memory|both]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
@@ -33,6 +38,7 @@ from typing import Any
 import anyio
 from agent_turn import (  # type: ignore[import-not-found]
     ANSWER,
+    MODEL,
     _assistant,
     _done,
     make_runtime,
@@ -40,8 +46,11 @@ from agent_turn import (  # type: ignore[import-not-found]
 )
 
 from openclaw_runtime import tool
+from openclaw_runtime.agent.loop import run_agent_loop
+from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
+from openclaw_runtime.events import AgentEvent
 from openclaw_runtime.llm import Context, Model, StreamOptions
-from openclaw_runtime.messages import ToolCall
+from openclaw_runtime.messages import ToolCall, UserMessage
 
 PROMPT = "Read the files one after another."
 MAX_K = 200
@@ -105,6 +114,22 @@ def pydantic_ai_agent(k: int) -> Any:
     return agent
 
 
+def kernel_floor() -> Any:
+    """The bare kernel running the same loop: what a ``Runtime.run`` costs at least."""
+    model = Model(**MODEL)
+    config = AgentLoopConfig(model=model)
+
+    async def ignore(event: AgentEvent) -> None:
+        return None
+
+    async def kernel(k: int) -> Any:
+        context = AgentContext("", [], [read])
+        prompt = UserMessage(content=PROMPT)
+        return await run_agent_loop([prompt], context, config, ignore, stream_fn=loop_stream(k))
+
+    return kernel
+
+
 async def amain(args: argparse.Namespace) -> None:
     ks: list[int] = args.k
     modes = ours_modes(args.mode)
@@ -133,11 +158,17 @@ async def amain(args: argparse.Namespace) -> None:
         async def theirs(k: int) -> Any:
             return await agents[k].run(PROMPT, usage_limits=limits)
 
+        kernel = kernel_floor()
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
+        sides.append(("kernel floor", kernel))
         sides.append(("pydantic-ai", theirs))
         ours_sides = [side for side, _ in sides[:-1]]
         for k in ks:  # validation, untimed
-            for side, fn in sides[:-1]:
+            new = await kernel(k)
+            kernel_calls = sum(1 for m in new if m.role == "toolResult")
+            print(f"validation kernel floor K={k}: tools={kernel_calls}")
+            assert kernel_calls == k and new[-1].stop_reason == "stop", [m.role for m in new]
+            for side, fn in sides[:-2]:
                 result = await fn(k)
                 roles = [m.role for m in result.messages]
                 calls = roles.count("toolResult")
@@ -177,11 +208,19 @@ async def amain(args: argparse.Namespace) -> None:
                 for side in ours_sides
             ]
             print(f"  {k:>4d} " + " ".join(f"{c:>22s}" for c in cells) + f" {theirs_us:>22,.0f}")
-        if len(ours_sides) == 2:
+        if len(ours_sides) == 3:
             print(
                 "  memory / durable: "
                 + ", ".join(
                     f"K={k} {med[(ours_sides[1], k)] / med[(ours_sides[0], k)]:.2f}×" for k in ks
+                )
+            )
+        for side in ours_sides[:-1]:
+            print(
+                f"  {side} above the kernel floor (µs per tool call): "
+                + ", ".join(
+                    f"K={k} {(med[(side, k)] - med[('kernel floor', k)]) / k * 1e6:,.0f}"
+                    for k in ks
                 )
             )
         print("  marginal cost of one more tool call (µs), between consecutive K:")
