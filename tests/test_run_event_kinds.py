@@ -69,7 +69,8 @@ def test_wanted_kinds_are_the_union_of_the_listeners(
         ("run_end", TypeError, "iterable of event type names"),
         (42, TypeError, "iterable of event type names"),
         ({"run_end", 7}, TypeError, "7"),
-        ({"run_end", "run_ned"}, ValueError, "'run_ned'"),
+        ({"run_end", "run_ned"}, ValueError, r"'run_ned' \(did you mean 'run_end'\?\)"),
+        ({"zzzz"}, ValueError, r"types: 'zzzz'$"),
     ],
 )
 def test_a_bad_declaration_is_refused_naming_what_is_wrong(

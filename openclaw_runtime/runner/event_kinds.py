@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..events import Event
+from .run_options import with_closest_name
 
 __all__ = ["ALL_EVENT_KINDS", "EventKinds", "declared_event_kinds", "wanted_event_kinds"]
 
@@ -71,9 +72,11 @@ def declared_event_kinds(listener: Any) -> EventKinds:
     wrong = sorted(repr(k) for k in kinds if not isinstance(k, str))
     if wrong:
         raise TypeError(f"event_kinds of {listener!r} must be strings, got {', '.join(wrong)}")
-    unknown = sorted(kinds - _known_kinds())
+    known = _known_kinds()
+    unknown = sorted(kinds - known)
     if unknown:
-        raise ValueError(f"event_kinds of {listener!r} names unknown event types: {unknown}")
+        named = ", ".join(with_closest_name(kind, known) for kind in unknown)
+        raise ValueError(f"event_kinds of {listener!r} names unknown event types: {named}")
     return kinds
 
 

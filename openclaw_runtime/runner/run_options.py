@@ -19,7 +19,7 @@ from ..llm import ThinkingLevel
 from ..messages import ImageContent
 from .reply_payload import ReplyPayload
 
-__all__ = ["RUN_OPTION_NAMES", "RunOptions", "reject_unknown_options"]
+__all__ = ["RUN_OPTION_NAMES", "RunOptions", "reject_unknown_options", "with_closest_name"]
 
 
 class RunOptions(TypedDict, total=False):
@@ -58,15 +58,18 @@ class RunOptions(TypedDict, total=False):
 RUN_OPTION_NAMES: frozenset[str] = frozenset(RunOptions.__annotations__)
 
 
+def with_closest_name(name: str, known: Collection[str]) -> str:
+    """``'name'``, followed by ``(did you mean 'x'?)`` when a known name is close to it."""
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+
+
 def reject_unknown_options(where: str, given: Collection[str], known: Collection[str]) -> None:
     """``TypeError`` naming every option of ``given`` that ``known`` lacks (with the closest
     known name when one is close); nothing when every option is known."""
     unknown = sorted(set(given) - set(known))
     if not unknown:
         return
-    described = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        described.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    described = [with_closest_name(name, known) for name in unknown]
     noun = "argument" if len(unknown) == 1 else "arguments"
     raise TypeError(f"{where} got an unexpected keyword {noun} {', '.join(described)}")
