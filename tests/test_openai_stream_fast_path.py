@@ -10,6 +10,7 @@ as far as that delta (a chunk is applied when its event is asked for, never ahea
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from contextlib import aclosing
 from typing import Any
@@ -18,7 +19,7 @@ import httpx
 import orjson
 import pytest
 
-from openclaw_runtime.events import to_jsonable
+from openclaw_runtime.events import TextDelta, to_jsonable
 from openclaw_runtime.llm import Context, Model, ModelCost, StreamOptions
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.providers.http import body_reader, stream_chunks
@@ -194,6 +195,20 @@ def test_plain_deltas_take_the_hot_path() -> None:
     assert hot == 6  # every plain delta after the first (which opens the block) and the tail's
     assert message["content"][0]["text"] == "Hi 0 1 2 3 4 tail"
     assert [e["type"] for e in events].count("text_delta") == 7
+
+
+def test_the_hot_paths_text_delta_is_the_dataclasss_own() -> None:
+    """``append_text`` fills a ``TextDelta`` without calling its ``__init__``: that is only the
+    same event while the dataclass has these three fields and nothing run after them."""
+    assert [f.name for f in dataclasses.fields(TextDelta)] == ["content_index", "delta", "partial"]
+    assert not hasattr(TextDelta, "__post_init__")
+    state = ChatCompletionStreamState(MODEL)
+    state.builder.start()
+    state.apply(orjson.dumps(FIRST), [])
+    event = state.apply(orjson.dumps(chunk({"content": " more"})), [])
+    assert type(event) is TextDelta
+    assert event == TextDelta(0, " more", state.builder.message)
+    assert event.to_dict() == TextDelta(0, " more", state.builder.message).to_dict()
 
 
 def test_done_and_malformed_payloads_stop_the_state() -> None:
