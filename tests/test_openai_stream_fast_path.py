@@ -367,10 +367,12 @@ async def _drain(response: httpx.Response, **kw: Any) -> list[bytes]:
 
 
 @pytestmark_http
+@pytest.mark.parametrize("phase", ["streaming", "draining"])
 @pytest.mark.parametrize("encoding", [None, "gzip"])
-async def test_a_body_read_to_its_end_is_consumed_and_closed(local_http_server, encoding):
+async def test_a_body_read_to_its_end_is_consumed_and_closed(local_http_server, encoding, phase):
     """What ``aiter_raw`` did and the direct read of ``response.stream`` must still do: mark
-    the body consumed (a second read is refused) and close the response once it ends."""
+    the body consumed (a second read is refused) and close the response once it ends, in
+    either of ``stream_chunks``' two loops (a message complete from the start drains)."""
     body = sse_body(text_deltas(3))
     headers = {"content-type": "text/event-stream"}
     if encoding:
@@ -381,7 +383,8 @@ async def test_a_body_read_to_its_end_is_consumed_and_closed(local_http_server, 
     async with httpx.AsyncClient() as client:
         url = local_http_server.base_url + "/v1/chat/completions"
         async with client.stream("POST", url, content=b"{}") as response:
-            assert b"".join(await _drain(response)) == body
+            complete = (lambda: True) if phase == "draining" else None
+            assert b"".join(await _drain(response, complete=complete)) == body
             assert response.is_stream_consumed and response.is_closed
             with pytest.raises(httpx.StreamConsumed):
                 await response.aread()

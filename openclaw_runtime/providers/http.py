@@ -180,7 +180,14 @@ async def stream_chunks(
                             raise Aborted()
                         chunk = await chunks.__anext__()
                 except StopAsyncIteration:
-                    await _body_ended(response, watch)
+                    try:
+                        await _body_ended(response, watch)
+                    except httpx.HTTPError as exc:  # as a failed last read, like aiter_raw's
+                        if done:
+                            return  # complete: closing it can no longer fail the message
+                        if watch is not None:
+                            _raise_if_ours(watch, exc)
+                        raise
                     return
                 except (Aborted, IdleTimeout, httpx.HTTPError) as exc:
                     if done:
