@@ -339,6 +339,10 @@ class EventStream(Generic[E, R]):
     of tasks may await ``result()``.
     """
 
+    #: The event a subclass's streams carry most (one per token) and that can never complete
+    #: them: pulling one skips the completion test (a call per token). ``None``: no such type.
+    _never_completes: ClassVar[type | None] = None
+
     def __init__(
         self,
         is_complete: Callable[[E], bool],
@@ -412,7 +416,7 @@ class EventStream(Generic[E, R]):
                 self._source = None
                 self.fail(exc)
                 raise StopAsyncIteration from None
-            if self._is_complete(event):
+            if type(event) is not self._never_completes and self._is_complete(event):
                 self._done = True
                 self._result = self._extract_result(event)
                 await self._close_source()
@@ -493,6 +497,8 @@ def _assistant_result(event: Any) -> AssistantMessage:
 class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMessage]):
     """The LLM-level stream a ``StreamFn`` returns: completes on ``done``/``error``."""
 
+    _never_completes = TextDelta  # its ``type`` is a class constant, never "done"/"error"
+
     def __init__(self, source: AsyncIterator[AssistantMessageEvent] | None = None) -> None:
         super().__init__(_assistant_is_complete, _assistant_result, source=source)
 
@@ -507,6 +513,8 @@ def _agent_result(event: Any) -> list[Any]:
 
 class AgentEventStream(EventStream[AgentEvent, list[Any]]):
     """The agent-level stream: completes on ``agent_end`` with the run's new messages."""
+
+    _never_completes = MessageUpdate  # its ``type`` is a class constant, never "agent_end"
 
     def __init__(self, source: AsyncIterator[AgentEvent] | None = None) -> None:
         super().__init__(_agent_is_complete, _agent_result, source=source)

@@ -10,21 +10,24 @@ as far as that delta (a chunk is applied when its event is asked for, never ahea
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from openclaw_runtime.events import to_jsonable
+from openclaw_runtime.events import TextDelta, to_jsonable
 from openclaw_runtime.llm import Context, Model, ModelCost, StreamOptions
 from openclaw_runtime.messages import UserMessage
-from openclaw_runtime.providers.http import body_reader
+from openclaw_runtime.providers.http import body_reader, stream_chunks
 from openclaw_runtime.providers.openai_compat import OpenAICompatProvider
 from openclaw_runtime.providers.openai_stream import ChatCompletionStreamState
 from openclaw_runtime.providers.sse import SSEDecoder
 from openclaw_runtime.testing import ScriptedReply
+from openclaw_runtime.testing.openai_server import Fault
 from openclaw_runtime.testing.server import sse_body
 
 MODEL = Model(
@@ -194,6 +197,20 @@ def test_plain_deltas_take_the_hot_path() -> None:
     assert [e["type"] for e in events].count("text_delta") == 7
 
 
+def test_the_hot_paths_text_delta_is_the_dataclasss_own() -> None:
+    """``append_text`` fills a ``TextDelta`` without calling its ``__init__``: that is only the
+    same event while the dataclass has these three fields and nothing run after them."""
+    assert [f.name for f in dataclasses.fields(TextDelta)] == ["content_index", "delta", "partial"]
+    assert not hasattr(TextDelta, "__post_init__")
+    state = ChatCompletionStreamState(MODEL)
+    state.builder.start()
+    state.apply(orjson.dumps(FIRST), [])
+    event = state.apply(orjson.dumps(chunk({"content": " more"})), [])
+    assert type(event) is TextDelta
+    assert event == TextDelta(0, " more", state.builder.message)
+    assert event.to_dict() == TextDelta(0, " more", state.builder.message).to_dict()
+
+
 def test_done_and_malformed_payloads_stop_the_state() -> None:
     state = ChatCompletionStreamState(MODEL)
     out: list[Any] = []
@@ -222,6 +239,11 @@ STREAMS = {
     "data lookalike inside": b'data: {"t":"\\n\\ndata: x"}\n\n',
     "done": b"data: 1\n\ndata: [DONE]\n\n",
     "long unfinished tail": b"data: 1\n\n" + b"data: x\n" * 9000 + b"data: y",
+    # reads the one-event check must refuse (one line break where ``\n\n`` should be, a CR)
+    "a lone cr inside one event": b"data: 1\rdata: 2\n\ndata: 3\n\n",
+    "a line then a lone cr": b"data: 1\n\rdata: 2\n\n",
+    "cr in the payload's whitespace": b'data: {"a":\r1}\n\ndata: 2\n\n',
+    "one event without the space": b"data:1\n\n",
 }
 
 
@@ -334,3 +356,48 @@ async def test_body_reader_decodes_or_passes_through(local_http_server):
         # a body httpx already read is served from what it read
         response = httpx.Response(200, content=body)
         assert b"".join([part async for part in body_reader(response)]) == body
+
+
+# --------------------------------------------------------------------------- the body reader
+
+
+async def _drain(response: httpx.Response, **kw: Any) -> list[bytes]:
+    async with aclosing(stream_chunks(response, None, 5.0, **kw)) as chunks:
+        return [chunk async for chunk in chunks]
+
+
+@pytestmark_http
+@pytest.mark.parametrize("phase", ["streaming", "draining"])
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+async def test_a_body_read_to_its_end_is_consumed_and_closed(local_http_server, encoding, phase):
+    """What ``aiter_raw`` did and the direct read of ``response.stream`` must still do: mark
+    the body consumed (a second read is refused) and close the response once it ends, in
+    either of ``stream_chunks``' two loops (a message complete from the start drains)."""
+    body = sse_body(text_deltas(3))
+    headers = {"content-type": "text/event-stream"}
+    if encoding:
+        headers["content-encoding"] = encoding
+    local_http_server.enqueue(
+        ScriptedReply(headers=headers, body=[gzip.compress(body) if encoding else body])
+    )
+    async with httpx.AsyncClient() as client:
+        url = local_http_server.base_url + "/v1/chat/completions"
+        async with client.stream("POST", url, content=b"{}") as response:
+            complete = (lambda: True) if phase == "draining" else None
+            assert b"".join(await _drain(response, complete=complete)) == body
+            assert response.is_stream_consumed and response.is_closed
+            with pytest.raises(httpx.StreamConsumed):
+                await response.aread()
+
+
+@pytestmark_http
+async def test_a_body_cut_mid_stream_raises_an_error_that_names_its_request(openai_server):
+    openai_server.inject(Fault("cut_stream", after_chunks=2))
+    async with httpx.AsyncClient() as client:
+        url = openai_server.base_url + "/chat/completions"
+        payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        async with client.stream("POST", url, json=payload) as response:
+            assert response.status_code == 200
+            with pytest.raises(httpx.RemoteProtocolError) as caught:
+                await _drain(response)
+    assert str(caught.value.request.url) == url

@@ -17,6 +17,7 @@ import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
+from types import AsyncGeneratorType
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -128,7 +129,9 @@ async def stream_chunks(
     ``br``/``zstd`` when those packages are installed) compresses its SSE stream or error body;
     ``aiter_bytes`` undoes that content encoding, ``aiter_raw`` would hand the decoders gzip
     bytes that no event or JSON can be read from. A body without a content encoding is read
-    with ``aiter_raw`` (``body_reader``): the same bytes, one generator layer less per read.
+    from the response's byte stream itself (``body_reader``): the bytes ``aiter_raw`` would
+    hand out, without its generator per read; as with ``aiter_raw``, a read error names the
+    request and a body read to its end closes the response.
 
     The idle deadline costs nothing per read: it is the transport's own read timeout, which
     every read re-arms and which is switched from the header wait (``Timeouts.read``) to the
@@ -161,6 +164,7 @@ async def stream_chunks(
                         if signal is not None and signal.aborted:
                             raise Aborted()
                     else:
+                        await _body_ended(response, watch)
                         return
                 except httpx.HTTPError as exc:
                     _raise_if_ours(watch, exc)
@@ -176,6 +180,14 @@ async def stream_chunks(
                             raise Aborted()
                         chunk = await chunks.__anext__()
                 except StopAsyncIteration:
+                    try:
+                        await _body_ended(response, watch)
+                    except httpx.HTTPError as exc:  # as a failed last read, like aiter_raw's
+                        if done:
+                            return  # complete: closing it can no longer fail the message
+                        if watch is not None:
+                            _raise_if_ours(watch, exc)
+                        raise
                     return
                 except (Aborted, IdleTimeout, httpx.HTTPError) as exc:
                     if done:
@@ -189,18 +201,46 @@ async def stream_chunks(
                         return
                 if chunk:
                     yield chunk  # trailing data still reaches the caller (usage may come late)
+    except httpx.RequestError as exc:
+        exc.request = response.request  # as ``aiter_raw`` names it
+        raise
     finally:
         if watch is not None:
             watch.close()
 
 
+async def _body_ended(response: httpx.Response, watch: BodyWatch | None) -> None:
+    """The body was read to its end: unhook the abort from the socket, then close the
+    response as ``aiter_raw`` does there (its connection goes back to the pool unhooked)."""
+    if watch is not None:
+        watch.close()
+    await response.aclose()
+
+
 def body_reader(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The response body, decoded: ``aiter_raw`` when there is nothing to decode (no
-    ``content-encoding``: httpx's identity decoder would hand the same bytes through one more
-    generator per read), ``aiter_bytes`` otherwise (and for a body httpx already read)."""
-    if "content-encoding" in response.headers or response.is_stream_consumed:
-        return cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    return cast(AsyncGenerator[bytes, None], response.aiter_raw())
+    """The response body, decoded.
+
+    With nothing to decode (no ``content-encoding``) the body is the response's own byte
+    stream (``response.stream``, what ``aiter_raw`` iterates): ``aiter_raw`` would add one
+    generator, a chunker call and a list per read for the same bytes, and ``aiter_bytes`` an
+    identity decoder on top. The response is marked consumed, as ``aiter_raw`` marks it; unlike
+    ``aiter_raw`` it is not closed when the body ends (``stream_chunks`` closes it then, and
+    ``client.stream(...)`` always does on exit). Anything else (a content encoding, a body
+    httpx already read, a closed response) goes through ``aiter_bytes``, which decodes or
+    raises as httpx does.
+    """
+    stream = response.stream
+    if (
+        "content-encoding" not in response.headers
+        and not response.is_stream_consumed
+        and not response.is_closed
+        and isinstance(stream, httpx.AsyncByteStream)
+    ):
+        body = aiter(stream)
+        if isinstance(body, AsyncGeneratorType):  # closable, as ``aiter_raw`` is
+            response.is_stream_consumed = True
+            return body
+    return cast(AsyncGenerator[bytes, None], response.aiter_bytes())
 
 
 async def read_body_capped(

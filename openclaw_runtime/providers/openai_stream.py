@@ -111,18 +111,20 @@ class ChatCompletionStreamState:
         common chunk, returns its one event (the hot path); anything else returns ``None``
         and appends its events to ``out``. ``[DONE]`` sets ``done``; a payload that is not
         JSON, or an ``error`` object, sets ``failure``: the caller stops reading there."""
-        if data == _DONE:
-            self.done = True
-            return None
         try:
             chunk = _loads(data)
         except orjson.JSONDecodeError:
+            if data == _DONE:  # not JSON: tested here, not before every chunk's ``loads``
+                self.done = True
+                return None
             text = data.decode("utf-8", errors="replace")
             self.failure = ProviderFailure(f"{MALFORMED_CHUNK}: {text[:200]}")
             return None
         self.events_seen += 1
         # what ``_chunk`` would turn into exactly one ``text()``: one lookup chain, then the
-        # keys that could say more (a tool call, reasoning, a finish, usage, an error)
+        # keys that could say more (a tool call, reasoning, a finish, usage, an error); a key
+        # that is usually absent is tested with ``in`` (no method call), ``usage`` with
+        # ``get`` (OpenAI sends ``"usage": null`` on every chunk when asked for usage)
         try:
             choice = chunk["choices"][0]
             delta = choice["delta"]
@@ -133,9 +135,9 @@ class ChatCompletionStreamState:
             type(content) is str
             and len(delta) == 1
             and not choice.get("finish_reason")
-            and not choice.get("usage")
+            and ("usage" not in choice or not choice["usage"])
             and not chunk.get("usage")
-            and not chunk.get("error")
+            and ("error" not in chunk or not chunk["error"])
             and self.builder.message.response_id is not None
         ):
             event = self.builder.append_text(content)
