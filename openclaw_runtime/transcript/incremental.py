@@ -28,6 +28,9 @@ compaction summary (if the history starts with one), the user message and the fi
 turn of the loop with its results; what the pipeline makes of the context is thrown away. The
 context stands in for everything the stages look at outside the tail: the latest user message,
 an earlier assistant turn of the same tool loop, the compaction stamp, a user-first history.
+In the normal case even that is skipped: when the part after the boundary is a *clean tail*
+(``transcript.loop_tail``: whole tool groups that no stage changes in any such context, told
+per message and read once per message), it is appended as it is.
 
 **Ids across the history.** A few rules match tool calls and results by id across the whole
 history: a signed-thinking turn that reuses an earlier call's id while its result is displaced
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
+from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts
 from .policy import TranscriptPolicy
 from .sanitize import (
     BUILTIN_SANITIZERS,
@@ -56,6 +60,7 @@ from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_id,
     extract_tool_result_ids,
+    normalize_allowed_names,
 )
 from .wire import role_of, wget
 
@@ -261,6 +266,26 @@ class _LoopCache:
     context: list[Any]
     #: the tool-call ids ``inputs`` name (see ``IncrementalSanitizer._prefix_ids``)
     ids: set[str]
+    #: the policy's tool allowlist, normalized, and the context's compaction timestamp (for
+    #: ``loop_tail``: whether the part after the boundary sanitizes to itself)
+    allowed: frozenset[str] | None = None
+    compaction_stamp: float | None = None
+    #: ``loop_tail`` facts of the messages after the boundary, by identity (read once each)
+    facts: dict[int, tuple[Any, MessageFacts]] | None = None
+
+    def clean_tail_of(self, rest: Sequence[Any]) -> TailFacts | None:
+        """The shape of ``rest`` when no stage would change it (``loop_tail.clean_tail``)."""
+        memo = self.facts or {}
+        known: dict[int, tuple[Any, MessageFacts]] = {}
+        facts = []
+        for message in rest:
+            hit = memo.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, message_facts(message, self.allowed))
+            known[id(message)] = hit
+            facts.append(hit[1])
+        self.facts = known
+        return clean_tail(facts, self.compaction_stamp)
 
 
 class IncrementalSanitizer:
@@ -323,6 +348,13 @@ class IncrementalSanitizer:
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
             rest = messages[start:]
+            clean = loop.clean_tail_of(rest)
+            if clean is not None and loop.ids.isdisjoint(clean.ids):
+                # the normal case: the new tool group (and the one before it) come out as
+                # they are, whatever the context; no stage needs to run
+                out = [*loop.outputs, *rest]
+                self._advance_clean(messages, out, loop, clean)
+                return out
             if all(role_of(m) in _LOOP_ROLES for m in rest) and loop.ids.isdisjoint(
                 _call_ids(rest)
             ):
@@ -403,7 +435,28 @@ class IncrementalSanitizer:
             context.insert(0, messages[0])
         ids = (self._prefix_ids if user else set()) | _call_ids(messages[user : found.index])
         inputs = list(messages[: found.index])
-        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids)
+        stamp = None
+        if role_of(context[0]) == "compactionSummary":
+            parsed = parse_timestamp_ms(wget(context[0], "timestamp"))
+            stamp = None if parsed is None else float(parsed)
+        allowed = normalize_allowed_names(key[0].allowed_tool_names)
+        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids, allowed, stamp)
+
+    def _advance_clean(
+        self, messages: Sequence[Any], out: list[Any], loop: _LoopCache, tail: TailFacts
+    ) -> None:
+        """Move the tool-loop cache to the last group of a clean tail: the boundary
+        ``find_tool_loop_boundary`` finds there (every group of the tail is a stable entry)."""
+        if tail.last_group == 0:
+            return
+        start = len(loop.inputs)
+        index = start + tail.last_group
+        facts = loop.facts or {}
+        for message in messages[start:index]:
+            loop.ids.update(facts[id(message)][1].ids)
+        loop.boundary = ToolLoopBoundary(index, loop.boundary.user, loop.boundary.context_end)
+        loop.outputs = out[: len(loop.outputs) + tail.last_group]
+        loop.inputs = list(messages[:index])
 
     def _advance_loop(self, messages: Sequence[Any], out: list[Any], loop: _LoopCache) -> None:
         """Move the tool-loop cache to the latest stable entry."""
