@@ -342,3 +342,23 @@ def test_random_loops_mixing_clean_and_other_groups(policy_name: str, seed: int)
             requests += 1
         loop.messages.append(loop.assistant(TextContent(text="done"), stop="stop"))
     assert len(ran) < requests  # the fast path was taken along the way
+
+
+def _with_extra(message: Any) -> Any:
+    return type(message).model_validate({**message.to_dict(), "note": "x"})
+
+
+@pytest.mark.parametrize("policy_name", ["completions", "responses, read only"])
+@pytest.mark.parametrize("shape_name", sorted(SHAPES))
+def test_model_facts_equal_wire_dict_facts(shape_name: str, policy_name: str) -> None:
+    """The runtime's models are read through their attributes: the same facts as reading
+    their wire dicts (and as the same model with an extra key, read the generic way)."""
+    allowed = POLICIES[policy_name].allowed_tool_names
+    loop = Loop(compacted=True)
+    messages = [*loop.group(text=True), *SHAPES[shape_name][0](loop)]
+    set_none = ToolResultMessage(tool_call_id="c", tool_name="read", details=None)
+    messages += [set_none, _with_extra(messages[0])]
+    for message in messages:
+        facts = message_facts(message, allowed)
+        assert facts == message_facts(message.to_dict(), allowed), (shape_name, message)
+        assert facts == message_facts(_with_extra(message), allowed), (shape_name, message)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
 from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
 from .tool_calls import (
@@ -131,8 +132,71 @@ def _result_facts(message: Any) -> MessageFacts:
     return MessageFacts("toolResult", ids, clean)
 
 
+def _typed_assistant_facts(
+    message: AssistantMessage, allowed: frozenset[str] | None
+) -> MessageFacts | None:
+    ids: list[str] = []
+    clean = message.stop_reason not in ("error", "aborted")
+    for block in message.content:
+        if block.__pydantic_extra__:
+            return None
+        if type(block) is TextContent:
+            clean = clean and bool(block.text.strip())
+        elif type(block) is ToolCall:
+            call_id, name = block.id, block.name
+            if call_id:
+                ids.append(call_id)
+            clean = (
+                clean
+                and bool(call_id)
+                and call_id == call_id.strip()
+                and block.arguments is not None
+                and name == name.strip()
+                and name.lower() != "sessions_spawn"
+                and is_allowed_tool_call_name(name, allowed)
+            )
+        else:
+            return None
+    stamp = parse_timestamp_ms(message.timestamp)
+    return MessageFacts(
+        "assistant",
+        tuple(ids),
+        clean and bool(ids),
+        None if stamp is None else float(stamp),
+        bool(message.usage),
+    )
+
+
+def _typed_result_facts(message: ToolResultMessage) -> MessageFacts | None:
+    call_id = message.tool_call_id.strip()
+    name = message.tool_name
+    details_ok = (
+        "details" not in message.__pydantic_fields_set__ or message.details == _SYNTHETIC_DETAILS
+    )
+    clean = bool(call_id) and bool(name) and name == name.strip() and details_ok
+    for block in message.content:
+        if type(block) is not TextContent or block.__pydantic_extra__:
+            return None
+        clean = clean and bool(block.text.strip())
+    return MessageFacts(
+        "toolResult", (call_id,) if call_id else (), clean and bool(message.content)
+    )
+
+
 def message_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
-    """The facts of one message under a normalized tool allowlist (``None``: any name)."""
+    """The facts of one message under a normalized tool allowlist (``None``: any name).
+
+    The runtime's own messages (plain models without extra keys) are read through their
+    attributes; anything else (wire dicts, opaque messages, other blocks) through ``wget``,
+    with the same answers (tested on both forms)."""
+    if type(message) is AssistantMessage and not message.__pydantic_extra__:
+        typed = _typed_assistant_facts(message, allowed)
+        if typed is not None:
+            return typed
+    elif type(message) is ToolResultMessage and not message.__pydantic_extra__:
+        typed = _typed_result_facts(message)
+        if typed is not None:
+            return typed
     role = role_of(message)
     if role == "assistant":
         return _assistant_facts(message, allowed)
