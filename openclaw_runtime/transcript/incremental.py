@@ -301,7 +301,9 @@ class IncrementalSanitizer:
         #: still to sanitize that names an id of the cached part runs in full.
         self._prefix_ids: set[str] = set()
         self._loop: _LoopCache | None = None
-        self._seen_sanitizers: tuple[list[Any], list[SanitizerSpec], bool] | None = None
+        self._seen_sanitizers: (
+            tuple[list[Any], list[SanitizerSpec], bool, tuple[tuple[str, int], ...]] | None
+        ) = None
         #: Called with the history and the cache key when nothing is cached (a cold start):
         #: how many leading messages are known to sanitize to themselves (a persisted
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
@@ -340,10 +342,10 @@ class IncrementalSanitizer:
         full: Callable[..., list[Any]] = run_transcript_sanitizers,
     ) -> list[Any]:
         """Same result as ``run_transcript_sanitizers(messages, policy, sanitizers)``."""
-        specs, builtin_only = self._specs_of(sanitizers)
+        specs, builtin_only, stages = self._specs_of(sanitizers)
         if not builtin_only:
             return full(messages, policy, sanitizers, on_error=on_error)
-        key = (policy, tuple((spec.name, spec.order) for spec in specs))
+        key = (policy, stages)
         loop = self._loop
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
@@ -404,21 +406,24 @@ class IncrementalSanitizer:
             self._open_loop(key, messages, out, 0, 0)  # the session's first turn
         return out
 
-    def _specs_of(self, sanitizers: Sequence[Any]) -> tuple[list[SanitizerSpec], bool]:
-        """The stages as specs and whether all are built-in; worked out again only when the
-        sanitizers are other objects than at the previous call (an attempt passes the same
-        ones before every request)."""
+    def _specs_of(
+        self, sanitizers: Sequence[Any]
+    ) -> tuple[list[SanitizerSpec], bool, tuple[tuple[str, int], ...]]:
+        """The stages as specs, whether all are built-in, and their names and orders (part of
+        the cache key); worked out again only when the sanitizers are other objects than at
+        the previous call (an attempt passes the same ones before every request)."""
         seen = self._seen_sanitizers
         if (
             seen is not None
             and len(seen[0]) == len(sanitizers)
             and all(map(operator.is_, seen[0], sanitizers))
         ):
-            return seen[1], seen[2]
+            return seen[1], seen[2], seen[3]
         specs = [_as_spec(item) for item in sanitizers]
         builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
-        self._seen_sanitizers = (list(sanitizers), specs, builtin_only)
-        return specs, builtin_only
+        stages = tuple((spec.name, spec.order) for spec in specs)
+        self._seen_sanitizers = (list(sanitizers), specs, builtin_only, stages)
+        return specs, builtin_only, stages
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
