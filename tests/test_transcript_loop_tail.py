@@ -211,7 +211,12 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     "an image result": (_result(ImageContent(data=PNG, mime_type="image/png")), False),
     "a broken image result": (_result(ImageContent(data="%%%", mime_type="image/png")), False),
     "a blank result text": (_result(TextContent(text=" ")), False),
-    "result details": (_result(details={"raw": 1}), False),
+    "result details": (_result(details={"raw": 1}), True),  # sanitized to a copy without
+    "result details set to None": (_result(details=None), True),
+    "the synthetic flag among other details": (
+        _result(details={SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True, "raw": 1}, is_error=True),
+        False,
+    ),
     "a result name with spaces": (_result(tool_name=" read"), False),
     "signed thinking": (_assistant(SIGNED), False),
     "unsigned thinking": (_assistant(UNSIGNED), False),
@@ -330,8 +335,8 @@ def test_random_loops_mixing_clean_and_other_groups(policy_name: str, seed: int)
     for turn in range(4):
         if turn:
             loop.messages.append(UserMessage(content=f"turn {turn}", timestamp=loop.stamp()))
-        for _ in range(rng.randint(3, 12)):
-            if rng.random() < 0.8:
+        for step in range(rng.randint(4, 12)):
+            if rng.random() < 0.8 or (turn == 0 and step < 4):  # the cache gets used once
                 loop.messages.extend(loop.group(text=rng.random() < 0.3))
             else:
                 loop.messages.extend(SHAPES[rng.choice(names)][0](loop))
@@ -362,3 +367,24 @@ def test_model_facts_equal_wire_dict_facts(shape_name: str, policy_name: str) ->
         facts = message_facts(message, allowed)
         assert facts == message_facts(message.to_dict(), allowed), (shape_name, message)
         assert facts == message_facts(_with_extra(message), allowed), (shape_name, message)
+
+
+def test_a_turn_stamped_before_the_compaction_after_a_stable_boundary() -> None:
+    """A clock that went back: a turn after the stable boundary stamped before the compaction
+    summary has its usage zeroed by the full pipeline; the stable cache must not keep it (it
+    did on main: the part after the boundary was sanitized without the summary)."""
+    policy = POLICIES["completions"]
+    loop = Loop(compacted=True)
+    incremental = IncrementalSanitizer()
+    loop.messages += [*loop.group(), loop.assistant(TextContent(text="done"), stop="stop")]
+    incremental.run(list(loop.messages), policy, BUILTIN_SANITIZERS)
+    loop.messages.append(UserMessage(content="again", timestamp=loop.stamp()))
+    incremental.run(list(loop.messages), policy, BUILTIN_SANITIZERS)
+    assert incremental.cached_length > 0  # the stable cache is in use
+    call = loop.call()
+    loop.messages += [loop.assistant(call, timestamp=SUMMARY_STAMP - 1), loop.result(call)]
+    messages = list(loop.messages)
+    got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+    expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+    assert dumped(got) == dumped(expected)
+    assert expected[-2].usage.input == 0

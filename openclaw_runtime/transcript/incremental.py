@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
-from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts
+from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
 from .sanitize import (
     BUILTIN_SANITIZERS,
@@ -243,6 +243,22 @@ def _call_ids(messages: Sequence[Any]) -> set[str]:
     return ids
 
 
+def _predates_compaction(messages: Sequence[Any], start: int) -> bool:
+    """Whether a message from ``start`` on is stamped at or before the compaction summary that
+    opens the history (a clock that went back): the stages that compare stamps with the
+    summary's would treat it as compacted, which the part after a boundary cannot see alone."""
+    if not messages or role_of(messages[0]) != "compactionSummary":
+        return False
+    stamp = parse_timestamp_ms(wget(messages[0], "timestamp"))
+    if stamp is None:
+        return False
+    for message in messages[start:]:
+        own = parse_timestamp_ms(wget(message, "timestamp"))
+        if own is not None and own <= stamp:
+            return True
+    return False
+
+
 def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
     for index in range(start, len(items)):
         if items[index] is target:
@@ -270,22 +286,28 @@ class _LoopCache:
     #: ``loop_tail``: whether the part after the boundary sanitizes to itself)
     allowed: frozenset[str] | None = None
     compaction_stamp: float | None = None
-    #: ``loop_tail`` facts of the messages after the boundary, by identity (read once each)
-    facts: dict[int, tuple[Any, MessageFacts]] | None = None
+    #: ``loop_tail`` facts and sanitized form of the messages after the boundary, by identity
+    #: (read and made once each: a result without its details is the same copy every time)
+    facts: dict[int, tuple[Any, MessageFacts, Any]] | None = None
 
-    def clean_tail_of(self, rest: Sequence[Any]) -> TailFacts | None:
-        """The shape of ``rest`` when no stage would change it (``loop_tail.clean_tail``)."""
+    def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
+        """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
+        (``loop_tail.clean_tail``)."""
         memo = self.facts or {}
-        known: dict[int, tuple[Any, MessageFacts]] = {}
+        known: dict[int, tuple[Any, MessageFacts, Any]] = {}
         facts = []
         for message in rest:
             hit = memo.get(id(message))
             if hit is None or hit[0] is not message:
-                hit = (message, message_facts(message, self.allowed))
+                found = message_facts(message, self.allowed)
+                hit = (message, found, sanitized(message, found) if found.clean else None)
             known[id(message)] = hit
             facts.append(hit[1])
         self.facts = known
-        return clean_tail(facts, self.compaction_stamp)
+        tail = clean_tail(facts, self.compaction_stamp)
+        if tail is None:
+            return None
+        return tail, [known[id(message)][2] for message in rest]
 
 
 class IncrementalSanitizer:
@@ -351,11 +373,12 @@ class IncrementalSanitizer:
             start = len(loop.inputs)
             rest = messages[start:]
             clean = loop.clean_tail_of(rest)
-            if clean is not None and loop.ids.isdisjoint(clean.ids):
+            if clean is not None and loop.ids.isdisjoint(clean[0].ids):
                 # the normal case: the new tool group (and the one before it) come out as
-                # they are, whatever the context; no stage needs to run
-                out = [*loop.outputs, *rest]
-                self._advance_clean(messages, out, loop, clean)
+                # they are (results without their details), whatever the context; no stage
+                # needs to run
+                out = [*loop.outputs, *clean[1]]
+                self._advance_clean(messages, out, loop, clean[0])
                 return out
             if all(role_of(m) in _LOOP_ROLES for m in rest) and loop.ids.isdisjoint(
                 _call_ids(rest)
@@ -381,6 +404,7 @@ class IncrementalSanitizer:
             key == self._key
             and _extends(self._inputs, messages)
             and self._prefix_ids.isdisjoint(_call_ids(messages[len(self._inputs) :]))
+            and not _predates_compaction(messages, len(self._inputs))
         ):
             start = len(self._inputs)
             head = self._outputs

@@ -19,6 +19,8 @@ context, stage by stage:
 * ``tool_use_result_pairing`` — the turn did not fail (``error``/``aborted`` turns are dropped
   with their results), a result names exactly one id and a trimmed, non-blank tool name;
 * ``tool_result_details`` — a result carries no ``details`` (or exactly the synthetic flag);
+  details that do not mention the flag are the one change allowed: the stage drops them whole,
+  so the result sanitizes to its copy without them (:func:`sanitized`), which is clean;
 * ``stale_assistant_usage`` — when the context starts with a compaction summary, an assistant
   turn with usage is newer than it (or either timestamp is unreadable, as the stage reads them);
 * ``blank_user_turns``, ``google_turn_ordering`` — only user messages and the first message.
@@ -46,9 +48,16 @@ from .tool_calls import (
     extract_tool_result_ids,
     is_allowed_tool_call_name,
 )
-from .wire import role_of, wget, whas
+from .wire import role_of, wdel, wget, whas
 
-__all__ = ["MessageFacts", "TailFacts", "clean_facts", "clean_tail", "message_facts"]
+__all__ = [
+    "MessageFacts",
+    "TailFacts",
+    "clean_facts",
+    "clean_tail",
+    "message_facts",
+    "sanitized",
+]
 
 _SYNTHETIC_DETAILS = {SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True}
 
@@ -69,6 +78,9 @@ class MessageFacts:
     clean: bool
     stamp: float | None = None
     has_usage: bool = False
+    #: a clean result whose ``details`` the ``tool_result_details`` stage removes: it
+    #: sanitizes to its copy without them (``sanitized``), the only change any stage makes
+    strip_details: bool = False
 
 
 def _clean_text(block: Any) -> bool:
@@ -114,11 +126,27 @@ def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFac
     )
 
 
+def _details_rule(present: bool, details: Any) -> tuple[bool, bool]:
+    """Whether a result's ``details`` let it stay clean, and whether the details stage removes
+    them: absent or exactly the synthetic flag stay; details that say nothing of the flag go
+    (the stage drops them whole); anything else (the flag among other keys) is not clean."""
+    if not present or details == _SYNTHETIC_DETAILS:
+        return True, False
+    if isinstance(details, dict) and SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY in details:
+        return False, False
+    return True, True
+
+
+def sanitized(message: Any, facts: MessageFacts) -> Any:
+    """What the pipeline makes of a clean message: itself, or its copy without ``details``."""
+    return wdel(message, "details") if facts.strip_details else message
+
+
 def _result_facts(message: Any) -> MessageFacts:
     ids = tuple(extract_tool_result_ids(message))
     content = wget(message, "content")
     name = wget(message, "toolName")
-    details_ok = not whas(message, "details") or wget(message, "details") == _SYNTHETIC_DETAILS
+    details_ok, strip = _details_rule(whas(message, "details"), wget(message, "details"))
     clean = (
         len(ids) == 1
         and isinstance(name, str)
@@ -129,7 +157,7 @@ def _result_facts(message: Any) -> MessageFacts:
         and bool(content)
         and all(_clean_text(block) for block in content)
     )
-    return MessageFacts("toolResult", ids, clean)
+    return MessageFacts("toolResult", ids, clean, strip_details=clean and strip)
 
 
 def _typed_assistant_facts(
@@ -170,16 +198,15 @@ def _typed_assistant_facts(
 def _typed_result_facts(message: ToolResultMessage) -> MessageFacts | None:
     call_id = message.tool_call_id.strip()
     name = message.tool_name
-    details_ok = (
-        "details" not in message.__pydantic_fields_set__ or message.details == _SYNTHETIC_DETAILS
-    )
+    details_ok, strip = _details_rule("details" in message.__pydantic_fields_set__, message.details)
     clean = bool(call_id) and bool(name) and name == name.strip() and details_ok
     for block in message.content:
         if type(block) is not TextContent or block.__pydantic_extra__:
             return None
         clean = clean and bool(block.text.strip())
+    clean = clean and bool(message.content)
     return MessageFacts(
-        "toolResult", (call_id,) if call_id else (), clean and bool(message.content)
+        "toolResult", (call_id,) if call_id else (), clean, strip_details=clean and strip
     )
 
 
