@@ -321,7 +321,9 @@ def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list
 
     Called once per model call, after the sanitizers.
 
-    :param messages: the sanitized history (do not mutate; return a new list).
+    :param messages: the sanitized history (do not mutate; return a new list). Inside a run
+        it is a ``list`` subclass that also carries the attempt's memo for the generic
+        validator (``transcript.turn_memo.MemoizedTurns``); use it as any list.
     :param policy: the transcript policy of the target model.
     :returns: the validated history, or ``None`` when the plugin does not handle this
         provider.

@@ -43,6 +43,7 @@ from ..events import (
 )
 from ..llm import Context, StreamFn
 from ..messages import AssistantMessage, ToolCall
+from .convert import PrefixConverter
 from .deltas import apply_stream_delta
 from .interruption import (
     abort_reason,
@@ -57,6 +58,7 @@ from .types import (
     AgentLoopConfig,
     EmitFn,
     TurnContext,
+    default_convert_to_llm,
     maybe_await,
     resolve_reasoning,
 )
@@ -247,6 +249,8 @@ class _LoopRun:
         self.turn_open = False
         self.open_partial: AssistantMessage | None = None
         self.ended = False
+        #: the default conversion, keeping the converted prefix across this run's requests
+        self.converter = PrefixConverter()
 
     async def emit(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStart):
@@ -364,7 +368,10 @@ class _LoopRun:
         messages = context.messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages, self.signal))
-        llm_messages = await maybe_await(config.convert_to_llm(messages))
+        convert = config.convert_to_llm
+        if convert is default_convert_to_llm:
+            convert = self.converter
+        llm_messages = await maybe_await(convert(messages))
         request = Context(context.system_prompt, llm_messages, list(context.tools))
         api_key = None
         if config.get_api_key is not None:

@@ -59,6 +59,7 @@ from ..prompt.refusal_scrub import resolve_attempt_base_prompt
 from ..prompt.skills import skill_env_scope
 from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
+from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from .attempt_input import AttemptInputPlan
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
@@ -523,10 +524,12 @@ def _pipeline(
     on_error = spec.on_sanitizer_error
 
     incremental = spec.session.replay_sanitizer
+    # the built-in validator's previous answer, for the next request of this attempt
+    turns = TurnValidationMemo()
 
     def transform(messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
         sanitized = incremental.run(messages, policy, sanitizers, on_error=on_error)
-        validated = validate(sanitized, policy)
+        validated = validate(MemoizedTurns(sanitized, turns), policy)
         return sanitized if validated is None else validated
 
     return transform

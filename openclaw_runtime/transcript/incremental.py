@@ -28,6 +28,9 @@ compaction summary (if the history starts with one), the user message and the fi
 turn of the loop with its results; what the pipeline makes of the context is thrown away. The
 context stands in for everything the stages look at outside the tail: the latest user message,
 an earlier assistant turn of the same tool loop, the compaction stamp, a user-first history.
+In the normal case even that is skipped: when the part after the boundary is a *clean tail*
+(``transcript.loop_tail``: whole tool groups that no stage changes in any such context, told
+per message and read once per message), it is appended as it is.
 
 **Ids across the history.** A few rules match tool calls and results by id across the whole
 history: a signed-thinking turn that reuses an earlier call's id while its result is displaced
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
+from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
 from .sanitize import (
     BUILTIN_SANITIZERS,
@@ -56,6 +60,7 @@ from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_id,
     extract_tool_result_ids,
+    normalize_allowed_names,
 )
 from .wire import role_of, wget
 
@@ -238,6 +243,22 @@ def _call_ids(messages: Sequence[Any]) -> set[str]:
     return ids
 
 
+def _predates_compaction(messages: Sequence[Any], start: int) -> bool:
+    """Whether a message from ``start`` on is stamped at or before the compaction summary that
+    opens the history (a clock that went back): the stages that compare stamps with the
+    summary's would treat it as compacted, which the part after a boundary cannot see alone."""
+    if not messages or role_of(messages[0]) != "compactionSummary":
+        return False
+    stamp = parse_timestamp_ms(wget(messages[0], "timestamp"))
+    if stamp is None:
+        return False
+    for message in messages[start:]:
+        own = parse_timestamp_ms(wget(message, "timestamp"))
+        if own is not None and own <= stamp:
+            return True
+    return False
+
+
 def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
     for index in range(start, len(items)):
         if items[index] is target:
@@ -261,6 +282,32 @@ class _LoopCache:
     context: list[Any]
     #: the tool-call ids ``inputs`` name (see ``IncrementalSanitizer._prefix_ids``)
     ids: set[str]
+    #: the policy's tool allowlist, normalized, and the context's compaction timestamp (for
+    #: ``loop_tail``: whether the part after the boundary sanitizes to itself)
+    allowed: frozenset[str] | None = None
+    compaction_stamp: float | None = None
+    #: ``loop_tail`` facts and sanitized form of the messages after the boundary, by identity
+    #: (read and made once each: a result without its details is the same copy every time)
+    facts: dict[int, tuple[Any, MessageFacts, Any]] | None = None
+
+    def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
+        """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
+        (``loop_tail.clean_tail``)."""
+        memo = self.facts or {}
+        known: dict[int, tuple[Any, MessageFacts, Any]] = {}
+        facts = []
+        for message in rest:
+            hit = memo.get(id(message))
+            if hit is None or hit[0] is not message:
+                found = message_facts(message, self.allowed)
+                hit = (message, found, sanitized(message, found) if found.clean else None)
+            known[id(message)] = hit
+            facts.append(hit[1])
+        self.facts = known
+        tail = clean_tail(facts, self.compaction_stamp)
+        if tail is None:
+            return None
+        return tail, [known[id(message)][2] for message in rest]
 
 
 class IncrementalSanitizer:
@@ -276,7 +323,9 @@ class IncrementalSanitizer:
         #: still to sanitize that names an id of the cached part runs in full.
         self._prefix_ids: set[str] = set()
         self._loop: _LoopCache | None = None
-        self._seen_sanitizers: tuple[list[Any], list[SanitizerSpec], bool] | None = None
+        self._seen_sanitizers: (
+            tuple[list[Any], list[SanitizerSpec], bool, tuple[tuple[str, int], ...]] | None
+        ) = None
         #: Called with the history and the cache key when nothing is cached (a cold start):
         #: how many leading messages are known to sanitize to themselves (a persisted
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
@@ -315,14 +364,22 @@ class IncrementalSanitizer:
         full: Callable[..., list[Any]] = run_transcript_sanitizers,
     ) -> list[Any]:
         """Same result as ``run_transcript_sanitizers(messages, policy, sanitizers)``."""
-        specs, builtin_only = self._specs_of(sanitizers)
+        specs, builtin_only, stages = self._specs_of(sanitizers)
         if not builtin_only:
             return full(messages, policy, sanitizers, on_error=on_error)
-        key = (policy, tuple((spec.name, spec.order) for spec in specs))
+        key = (policy, stages)
         loop = self._loop
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
             rest = messages[start:]
+            clean = loop.clean_tail_of(rest)
+            if clean is not None and loop.ids.isdisjoint(clean[0].ids):
+                # the normal case: the new tool group (and the one before it) come out as
+                # they are (results without their details), whatever the context; no stage
+                # needs to run
+                out = [*loop.outputs, *clean[1]]
+                self._advance_clean(messages, out, loop, clean[0])
+                return out
             if all(role_of(m) in _LOOP_ROLES for m in rest) and loop.ids.isdisjoint(
                 _call_ids(rest)
             ):
@@ -347,6 +404,7 @@ class IncrementalSanitizer:
             key == self._key
             and _extends(self._inputs, messages)
             and self._prefix_ids.isdisjoint(_call_ids(messages[len(self._inputs) :]))
+            and not _predates_compaction(messages, len(self._inputs))
         ):
             start = len(self._inputs)
             head = self._outputs
@@ -372,21 +430,24 @@ class IncrementalSanitizer:
             self._open_loop(key, messages, out, 0, 0)  # the session's first turn
         return out
 
-    def _specs_of(self, sanitizers: Sequence[Any]) -> tuple[list[SanitizerSpec], bool]:
-        """The stages as specs and whether all are built-in; worked out again only when the
-        sanitizers are other objects than at the previous call (an attempt passes the same
-        ones before every request)."""
+    def _specs_of(
+        self, sanitizers: Sequence[Any]
+    ) -> tuple[list[SanitizerSpec], bool, tuple[tuple[str, int], ...]]:
+        """The stages as specs, whether all are built-in, and their names and orders (part of
+        the cache key); worked out again only when the sanitizers are other objects than at
+        the previous call (an attempt passes the same ones before every request)."""
         seen = self._seen_sanitizers
         if (
             seen is not None
             and len(seen[0]) == len(sanitizers)
             and all(map(operator.is_, seen[0], sanitizers))
         ):
-            return seen[1], seen[2]
+            return seen[1], seen[2], seen[3]
         specs = [_as_spec(item) for item in sanitizers]
         builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
-        self._seen_sanitizers = (list(sanitizers), specs, builtin_only)
-        return specs, builtin_only
+        stages = tuple((spec.name, spec.order) for spec in specs)
+        self._seen_sanitizers = (list(sanitizers), specs, builtin_only, stages)
+        return specs, builtin_only, stages
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
@@ -403,7 +464,28 @@ class IncrementalSanitizer:
             context.insert(0, messages[0])
         ids = (self._prefix_ids if user else set()) | _call_ids(messages[user : found.index])
         inputs = list(messages[: found.index])
-        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids)
+        stamp = None
+        if role_of(context[0]) == "compactionSummary":
+            parsed = parse_timestamp_ms(wget(context[0], "timestamp"))
+            stamp = None if parsed is None else float(parsed)
+        allowed = normalize_allowed_names(key[0].allowed_tool_names)
+        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids, allowed, stamp)
+
+    def _advance_clean(
+        self, messages: Sequence[Any], out: list[Any], loop: _LoopCache, tail: TailFacts
+    ) -> None:
+        """Move the tool-loop cache to the last group of a clean tail: the boundary
+        ``find_tool_loop_boundary`` finds there (every group of the tail is a stable entry)."""
+        if tail.last_group == 0:
+            return
+        start = len(loop.inputs)
+        index = start + tail.last_group
+        facts = loop.facts or {}
+        for message in messages[start:index]:
+            loop.ids.update(facts[id(message)][1].ids)
+        loop.boundary = ToolLoopBoundary(index, loop.boundary.user, loop.boundary.context_end)
+        loop.outputs = out[: len(loop.outputs) + tail.last_group]
+        loop.inputs = list(messages[:index])
 
     def _advance_loop(self, messages: Sequence[Any], out: list[Any], loop: _LoopCache) -> None:
         """Move the tool-loop cache to the latest stable entry."""

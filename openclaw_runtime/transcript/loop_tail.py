@@ -1,0 +1,277 @@
+"""Tool groups that the sanitizer pipeline leaves exactly as they are, told without running it.
+
+Inside a tool loop the incremental sanitizer (``transcript.incremental``) runs the whole
+pipeline before every model request over a small context plus the part after its boundary (the
+previous tool group and the new one), only to get those messages back unchanged in the normal
+case. This module decides that case up front, per message and per stage, so the pipeline does
+not have to run.
+
+A message is *clean* (:func:`clean_facts`) when no built-in stage changes it in any tool-loop
+context, stage by stage:
+
+* ``images`` — its content is a non-empty list of non-blank text blocks (assistant turns may also
+  hold tool calls): no image to check, no blank block to remove, nothing left empty;
+* ``thinking_signatures``, ``drop_reasoning_from_history``, ``drop_thinking_blocks`` — no
+  thinking block (they only ever change thinking blocks);
+* ``tool_call_inputs`` — every call is a ``toolCall`` block with a non-blank id without
+  surrounding spaces, arguments, no ``partialJson`` scratch buffer, a name that is already
+  trimmed, allowed by the policy and not ``sessions_spawn`` (whose attachments are redacted);
+* ``tool_use_result_pairing`` — the turn did not fail (``error``/``aborted`` turns are dropped
+  with their results), a result names exactly one id and a trimmed, non-blank tool name;
+* ``tool_result_details`` — a result carries no ``details`` (or exactly the synthetic flag);
+  details that do not mention the flag are the one change allowed: the stage drops them whole,
+  so the result sanitizes to its copy without them (:func:`sanitized`), which is clean;
+* ``stale_assistant_usage`` — when the context starts with a compaction summary, an assistant
+  turn with usage is newer than it (or either timestamp is unreadable, as the stage reads them);
+* ``blank_user_turns``, ``google_turn_ordering`` — only user messages and the first message.
+
+A run of messages is a *clean tail* (:func:`clean_tail`) when it is a sequence of complete tool
+groups: a clean assistant turn with calls (no id twice in the whole run), followed by one clean
+result per call in call order and nothing else. The pairing stage then finds every result
+right after its call and adds nothing; every other stage works message by message. Whatever
+the context before such a tail, the pipeline's output ends with the tail itself, unchanged
+(the tests compare this against the full pipeline on a table of shapes). Anything unsure is
+not clean and takes the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from .entries import parse_timestamp_ms
+from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
+from .tool_calls import (
+    extract_tool_calls_from_assistant,
+    extract_tool_result_ids,
+    is_allowed_tool_call_name,
+)
+from .wire import role_of, wdel, wget, whas
+
+__all__ = [
+    "MessageFacts",
+    "TailFacts",
+    "clean_facts",
+    "clean_tail",
+    "message_facts",
+    "sanitized",
+]
+
+_SYNTHETIC_DETAILS = {SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFacts:
+    """What the tool-loop sanitizer needs to know about one message, read once.
+
+    ``ids``: an assistant turn's tool-call ids (``extract_tool_calls_from_assistant``) or a
+    result's ids (``extract_tool_result_ids``); ``clean``: no stage changes it (module
+    docstring); ``stamp`` and ``has_usage``: an assistant turn's timestamp in ms and whether
+    it carries any usage, zero or not (for the stale-usage rule, which depends on the context;
+    a zero usage counts as usage here, which only makes the check stricter).
+    """
+
+    role: Any
+    ids: tuple[str, ...]
+    clean: bool
+    stamp: float | None = None
+    has_usage: bool = False
+    #: a clean result whose ``details`` the ``tool_result_details`` stage removes: it
+    #: sanitizes to its copy without them (``sanitized``), the only change any stage makes
+    strip_details: bool = False
+
+
+def _clean_text(block: Any) -> bool:
+    if wget(block, "type") != "text":
+        return False
+    text = wget(block, "text")
+    return isinstance(text, str) and bool(text.strip())
+
+
+def _clean_call(block: Any, allowed: frozenset[str] | None) -> bool:
+    if wget(block, "type") != "toolCall" or whas(block, "partialJson"):
+        return False
+    call_id = wget(block, "id")
+    name = wget(block, "name")
+    return (
+        isinstance(call_id, str)
+        and bool(call_id)
+        and call_id == call_id.strip()
+        and (wget(block, "arguments") is not None or wget(block, "input") is not None)
+        and isinstance(name, str)
+        and name == name.strip()
+        and name.lower() != "sessions_spawn"
+        and is_allowed_tool_call_name(name, allowed)
+    )
+
+
+def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
+    ids = tuple(call.id for call in extract_tool_calls_from_assistant(message))
+    content = wget(message, "content")
+    clean = (
+        bool(ids)
+        and wget(message, "stopReason") not in ("error", "aborted")
+        and isinstance(content, list)
+        and all(_clean_text(block) or _clean_call(block, allowed) for block in content)
+    )
+    stamp = parse_timestamp_ms(wget(message, "timestamp"))
+    return MessageFacts(
+        "assistant",
+        ids,
+        clean,
+        None if stamp is None else float(stamp),
+        bool(wget(message, "usage")),
+    )
+
+
+def _details_rule(present: bool, details: Any) -> tuple[bool, bool]:
+    """Whether a result's ``details`` let it stay clean, and whether the details stage removes
+    them: absent or exactly the synthetic flag stay; details that say nothing of the flag go
+    (the stage drops them whole); anything else (the flag among other keys) is not clean."""
+    if not present or details == _SYNTHETIC_DETAILS:
+        return True, False
+    if isinstance(details, dict) and SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY in details:
+        return False, False
+    return True, True
+
+
+def sanitized(message: Any, facts: MessageFacts) -> Any:
+    """What the pipeline makes of a clean message: itself, or its copy without ``details``."""
+    return wdel(message, "details") if facts.strip_details else message
+
+
+def _result_facts(message: Any) -> MessageFacts:
+    ids = tuple(extract_tool_result_ids(message))
+    content = wget(message, "content")
+    name = wget(message, "toolName")
+    details_ok, strip = _details_rule(whas(message, "details"), wget(message, "details"))
+    clean = (
+        len(ids) == 1
+        and isinstance(name, str)
+        and bool(name)
+        and name == name.strip()
+        and details_ok
+        and isinstance(content, list)
+        and bool(content)
+        and all(_clean_text(block) for block in content)
+    )
+    return MessageFacts("toolResult", ids, clean, strip_details=clean and strip)
+
+
+def _typed_assistant_facts(
+    message: AssistantMessage, allowed: frozenset[str] | None
+) -> MessageFacts | None:
+    ids: list[str] = []
+    clean = message.stop_reason not in ("error", "aborted")
+    for block in message.content:
+        if block.__pydantic_extra__:
+            return None
+        if type(block) is TextContent:
+            clean = clean and bool(block.text.strip())
+        elif type(block) is ToolCall:
+            call_id, name = block.id, block.name
+            if call_id:
+                ids.append(call_id)
+            clean = (
+                clean
+                and bool(call_id)
+                and call_id == call_id.strip()
+                and block.arguments is not None
+                and name == name.strip()
+                and name.lower() != "sessions_spawn"
+                and is_allowed_tool_call_name(name, allowed)
+            )
+        else:
+            return None
+    stamp = parse_timestamp_ms(message.timestamp)
+    return MessageFacts(
+        "assistant",
+        tuple(ids),
+        clean and bool(ids),
+        None if stamp is None else float(stamp),
+        bool(message.usage),
+    )
+
+
+def _typed_result_facts(message: ToolResultMessage) -> MessageFacts | None:
+    call_id = message.tool_call_id.strip()
+    name = message.tool_name
+    details_ok, strip = _details_rule("details" in message.__pydantic_fields_set__, message.details)
+    clean = bool(call_id) and bool(name) and name == name.strip() and details_ok
+    for block in message.content:
+        if type(block) is not TextContent or block.__pydantic_extra__:
+            return None
+        clean = clean and bool(block.text.strip())
+    clean = clean and bool(message.content)
+    return MessageFacts(
+        "toolResult", (call_id,) if call_id else (), clean, strip_details=clean and strip
+    )
+
+
+def message_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
+    """The facts of one message under a normalized tool allowlist (``None``: any name).
+
+    The runtime's own messages (plain models without extra keys) are read through their
+    attributes; anything else (wire dicts, opaque messages, other blocks) through ``wget``,
+    with the same answers (tested on both forms)."""
+    if type(message) is AssistantMessage and not message.__pydantic_extra__:
+        typed = _typed_assistant_facts(message, allowed)
+        if typed is not None:
+            return typed
+    elif type(message) is ToolResultMessage and not message.__pydantic_extra__:
+        typed = _typed_result_facts(message)
+        if typed is not None:
+            return typed
+    role = role_of(message)
+    if role == "assistant":
+        return _assistant_facts(message, allowed)
+    if role == "toolResult":
+        return _result_facts(message)
+    return MessageFacts(role, (), False)
+
+
+def clean_facts(facts: MessageFacts, compaction_stamp: float | None) -> bool:
+    """Whether the message sanitizes to itself after a context whose compaction summary
+    (if it starts with one) has the timestamp ``compaction_stamp``."""
+    if not facts.clean:
+        return False
+    if compaction_stamp is None or not facts.has_usage or facts.stamp is None:
+        return True
+    return facts.stamp > compaction_stamp
+
+
+@dataclass(frozen=True, slots=True)
+class TailFacts:
+    """A clean tail's shape: where its last group starts and every call id it names."""
+
+    last_group: int
+    ids: frozenset[str]
+
+
+def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) -> TailFacts | None:
+    """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``."""
+    seen: set[str] = set()
+    index = 0
+    last = -1
+    count = len(facts)
+    while index < count:
+        head = facts[index]
+        if head.role != "assistant" or not clean_facts(head, compaction_stamp):
+            return None
+        calls = head.ids
+        if seen.intersection(calls) or len(set(calls)) != len(calls):
+            return None
+        seen.update(calls)
+        if index + len(calls) >= count:  # a result is missing at the end
+            return None
+        last = index
+        for offset, call_id in enumerate(calls, start=1):
+            result = facts[index + offset]
+            if result.role != "toolResult" or result.ids != (call_id,) or not result.clean:
+                return None
+        index += len(calls) + 1
+    if last < 0:
+        return None
+    return TailFacts(last, frozenset(seen))

@@ -1,0 +1,390 @@
+"""A clean tool group is appended without running the pipeline, with the pipeline's result.
+
+Inside a tool loop the incremental sanitizer skips the stages when the part after its boundary
+is a *clean tail* (``transcript.loop_tail``). Every shape below is put in the middle of a tool
+loop (after two clean groups, before two more), in model and wire-dict form, under several
+policies, with and without a compaction summary first; before every request the incremental
+result must equal ``run_transcript_sanitizers`` over the whole history, and the clean shapes
+must not have run the pipeline at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from openclaw_runtime.messages import (
+    AssistantMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
+from openclaw_runtime.transcript.incremental import IncrementalSanitizer
+from openclaw_runtime.transcript.loop_tail import clean_tail, message_facts
+from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
+from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
+from tests.test_transcript_incremental import dumped
+from tests.test_transcript_sanitizer_reads import AsDicts
+
+POLICIES = {
+    "completions": resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
+    "responses, read only": resolve_transcript_policy(
+        "openai-responses", "openai", "gpt-5", allowed_tool_names=["read", "sessions_spawn"]
+    ),
+    "anthropic": resolve_transcript_policy(
+        "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
+    ),
+    "anthropic, signed replay": dataclasses.replace(
+        resolve_transcript_policy(
+            "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
+        ),
+        drop_thinking_blocks=False,
+    ),
+    "google": resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+}
+
+SUMMARY_STAMP = 5_000
+
+
+class Loop:
+    """A tool loop under construction; ids and timestamps count up."""
+
+    def __init__(self, *, compacted: bool) -> None:
+        self.clock = SUMMARY_STAMP + 10
+        self.calls = 0
+        self.messages: list[Any] = []
+        if compacted:
+            summary = CompactionSummaryMessage(
+                summary="so far", tokens_before=100, timestamp=SUMMARY_STAMP
+            )
+            self.messages.append(summary)
+        self.messages.append(UserMessage(content="go", timestamp=self.stamp()))
+
+    def stamp(self) -> int:
+        self.clock += 7
+        return self.clock
+
+    def call_id(self) -> str:
+        self.calls += 1
+        return f"call_{self.calls}"
+
+    def call(self, name: str = "read", **fields: Any) -> ToolCall:
+        fields.setdefault("arguments", {"path": f"/f{self.calls}"})
+        return ToolCall(id=fields.pop("id", None) or self.call_id(), name=name, **fields)
+
+    def assistant(self, *blocks: Any, stop: str = "toolUse", **fields: Any) -> AssistantMessage:
+        fields.setdefault("timestamp", self.stamp())
+        return AssistantMessage(
+            content=list(blocks),
+            stop_reason=stop,  # type: ignore[arg-type]
+            api="openai-completions",
+            provider="openai",
+            model="m",
+            usage=Usage(input=10, output=2),
+            **fields,
+        )
+
+    def result(self, call: ToolCall, *blocks: Any, **fields: Any) -> ToolResultMessage:
+        fields.setdefault("tool_name", call.name)
+        return ToolResultMessage(
+            tool_call_id=call.id,
+            content=list(blocks) or [TextContent(text=f"out {call.id}")],
+            timestamp=self.stamp(),
+            **fields,
+        )
+
+    def group(self, *, text: bool = False) -> list[Any]:
+        call = self.call()
+        blocks: list[Any] = [TextContent(text="reading")] if text else []
+        return [self.assistant(*blocks, call), self.result(call)]
+
+
+Shape = Callable[[Loop], list[Any]]
+
+
+def _two_calls(reverse: bool) -> Shape:
+    def shape(loop: Loop) -> list[Any]:
+        first, second = loop.call(), loop.call()
+        results = [loop.result(first), loop.result(second)]
+        return [loop.assistant(first, second), *(reversed(results) if reverse else results)]
+
+    return shape
+
+
+def _call(**fields: Any) -> Shape:
+    def shape(loop: Loop) -> list[Any]:
+        call = loop.call(**fields)
+        return [loop.assistant(call), loop.result(call)]
+
+    return shape
+
+
+def _result(*blocks: Any, **fields: Any) -> Shape:
+    def shape(loop: Loop) -> list[Any]:
+        call = loop.call()
+        return [loop.assistant(call), loop.result(call, *blocks, **fields)]
+
+    return shape
+
+
+def _assistant(*extra: Any, stop: str = "toolUse", **fields: Any) -> Shape:
+    def shape(loop: Loop) -> list[Any]:
+        call = loop.call()
+        return [loop.assistant(*extra, call, stop=stop, **fields), loop.result(call)]
+
+    return shape
+
+
+def _duplicate_ids(loop: Loop) -> list[Any]:
+    call = loop.call()
+    again = loop.call(id=call.id)
+    return [loop.assistant(call, again), loop.result(call), loop.result(again)]
+
+
+def _displaced(loop: Loop) -> list[Any]:
+    call = loop.call()
+    note = CustomMessage(custom_type="note", content="aside", timestamp=loop.stamp())
+    return [loop.assistant(call), note, loop.result(call)]
+
+
+def _missing_result(loop: Loop) -> list[Any]:
+    return [loop.assistant(loop.call())]
+
+
+def _orphan_result(loop: Loop) -> list[Any]:
+    call, stray = loop.call(), loop.call()
+    return [loop.assistant(call), loop.result(call), loop.result(stray)]
+
+
+def _reused_id(loop: Loop) -> list[Any]:
+    call = loop.call(id="call_1")  # the loop's first call
+    return [loop.assistant(call), loop.result(call)]
+
+
+def _stale_usage(loop: Loop) -> list[Any]:
+    call = loop.call()
+    return [loop.assistant(call, timestamp=SUMMARY_STAMP - 1), loop.result(call)]
+
+
+SIGNED = ThinkingContent(thinking="plan", thinking_signature="sig")
+UNSIGNED = ThinkingContent(thinking="plan")
+BLANK_SIGNED = ThinkingContent(thinking="plan", thinking_signature="  ")
+PNG = "iVBORw0KGgo="
+
+#: name → (shape, clean: whether the fast path may take it as it is)
+SHAPES: dict[str, tuple[Shape, bool]] = {
+    "one call": (_call(), True),
+    "text and a call": (lambda loop: loop.group(text=True), True),
+    "two calls in order": (_two_calls(False), True),
+    "two calls, results reversed": (_two_calls(True), False),
+    "an error result": (_result(is_error=True), True),
+    "a synthetic flag as details": (
+        _result(details={SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True}, is_error=True),
+        True,
+    ),
+    "a bad name": (_call(name="bad name!"), False),
+    "a name with spaces": (_call(name=" read "), False),
+    "a name off the allowlist": (_call(name="exec"), False),
+    "sessions_spawn": (
+        _call(name="sessions_spawn", arguments={"attachments": [{"content": 1}]}),
+        False,
+    ),
+    "a blank id": (_call(id="  "), False),
+    "an id with spaces": (_call(id=" padded "), False),
+    "a partialJson buffer": (_call(partialJson="{"), False),
+    "duplicate ids": (_duplicate_ids, False),
+    "a displaced result": (_displaced, False),
+    "a missing result": (_missing_result, False),
+    "an orphan result": (_orphan_result, False),
+    "an id reused from earlier": (_reused_id, False),
+    "an image result": (_result(ImageContent(data=PNG, mime_type="image/png")), False),
+    "a broken image result": (_result(ImageContent(data="%%%", mime_type="image/png")), False),
+    "a blank result text": (_result(TextContent(text=" ")), False),
+    "result details": (_result(details={"raw": 1}), True),  # sanitized to a copy without
+    "result details set to None": (_result(details=None), True),
+    "the synthetic flag among other details": (
+        _result(details={SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True, "raw": 1}, is_error=True),
+        False,
+    ),
+    "a result name with spaces": (_result(tool_name=" read"), False),
+    "signed thinking": (_assistant(SIGNED), False),
+    "unsigned thinking": (_assistant(UNSIGNED), False),
+    "blank-signed thinking": (_assistant(BLANK_SIGNED), False),
+    "a blank text block": (_assistant(TextContent(text="  ")), False),
+    "an errored turn": (_assistant(stop="error"), False),
+    "an aborted turn": (_assistant(stop="aborted"), False),
+    "usage older than the compaction": (_stale_usage, True),  # clean unless compacted
+}
+
+
+def _counting(calls: list[int]) -> Callable[..., list[Any]]:
+    def full(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        calls.append(len(messages))
+        return run_transcript_sanitizers(messages, *args, **kwargs)
+
+    return full
+
+
+@pytest.mark.parametrize("representation", ["models", "dicts"])
+@pytest.mark.parametrize("compacted", [False, True])
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("shape_name", sorted(SHAPES))
+def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
+    shape_name: str, policy_name: str, compacted: bool, representation: str
+) -> None:
+    policy = POLICIES[policy_name]
+    shape, clean = SHAPES[shape_name]
+    if shape_name == "a name off the allowlist":
+        clean = policy.allowed_tool_names is None  # ``exec`` is fine without an allowlist
+    clean = clean and not (compacted and shape is _stale_usage)
+    loop = Loop(compacted=compacted)
+    convert = AsDicts() if representation == "dicts" else list
+    incremental = IncrementalSanitizer()
+    ran: list[int] = []
+    full = _counting(ran)
+    groups = [loop.group(), loop.group(text=True), loop.group(), shape(loop), loop.group()]
+    groups.append(loop.group(text=True))
+    for number, group in enumerate(groups):
+        loop.messages.extend(group)
+        messages = convert(loop.messages)
+        before = len(ran)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=full)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected), f"{shape_name}: after group {number}"
+        if number in (2, 3):
+            # the third clean group, then the shape, arrive with the loop cache in place; a
+            # clean one runs no stage at all
+            assert incremental._loop is not None
+            assert (len(ran) == before) == (clean or number == 2), shape_name
+
+
+def _facts(messages: list[Any], policy_name: str = "completions") -> Any:
+    allowed = POLICIES[policy_name].allowed_tool_names
+    return [message_facts(message, allowed) for message in messages]
+
+
+@pytest.mark.parametrize("shape_name", sorted(SHAPES))
+def test_clean_tail_of_each_shape(shape_name: str) -> None:
+    shape, clean = SHAPES[shape_name]
+    loop = Loop(compacted=False)
+    tail = [*loop.group(), *shape(loop)]
+    policy = "responses, read only" if shape_name == "a name off the allowlist" else "completions"
+    if shape_name == "an id reused from earlier":
+        clean = True  # the reuse is of an id before the tail: the sanitizer checks that
+        tail = [*loop.group(), *shape(Loop(compacted=False))]
+    found = clean_tail(_facts(tail, policy), None)
+    assert (found is not None) == clean, shape_name
+    if found is not None:
+        assert found.last_group == 2  # the shape's group starts after the first group
+    stamp = clean_tail(_facts(tail, policy), float(SUMMARY_STAMP))
+    assert (stamp is not None) == (clean and shape is not _stale_usage), shape_name
+
+
+def test_a_tail_must_be_whole_groups() -> None:
+    loop = Loop(compacted=False)
+    one, two = loop.group(), loop.group()
+    assert clean_tail(_facts([*one, *two]), None) is not None
+    assert clean_tail(_facts([*one, two[0]]), None) is None  # a result still to come
+    assert clean_tail(_facts([one[1], *two]), None) is None  # starts with a result
+    assert clean_tail(_facts([]), None) is None
+    assert clean_tail(_facts([loop.messages[0], *one]), None) is None  # a user message
+    again = [one[0], loop.result(one[0].content[0])]
+    assert clean_tail(_facts([*one, *again]), None) is None  # the same id twice in the tail
+
+
+def test_a_long_clean_loop_runs_the_pipeline_only_to_start() -> None:
+    """Flat: after the loop cache is set up, no request of a clean loop runs a stage."""
+    policy = POLICIES["anthropic"]
+    loop = Loop(compacted=False)
+    incremental = IncrementalSanitizer()
+    ran: list[int] = []
+    full = _counting(ran)
+    for _ in range(40):
+        loop.messages.extend(loop.group())
+        got = incremental.run(list(loop.messages), policy, BUILTIN_SANITIZERS, full=full)
+        assert got == loop.messages  # nothing to change: the same messages
+    assert ran == [3, 5]  # the first two requests (no loop cache yet)
+    boundary = incremental._loop.boundary if incremental._loop is not None else None
+    assert boundary is not None and boundary.index == len(loop.messages) - 2
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(6))
+def test_random_loops_mixing_clean_and_other_groups(policy_name: str, seed: int) -> None:
+    """Clean groups (mostly) and every other shape, several user turns: the fast path, the
+    pipeline and the switches between them agree with the full pipeline at every request."""
+    rng = random.Random(seed)
+    policy = POLICIES[policy_name]
+    names = sorted(SHAPES)
+    loop = Loop(compacted=seed % 2 == 1)
+    incremental = IncrementalSanitizer()
+    ran: list[int] = []
+    full = _counting(ran)
+    requests = 0
+    for turn in range(4):
+        if turn:
+            loop.messages.append(UserMessage(content=f"turn {turn}", timestamp=loop.stamp()))
+        for step in range(rng.randint(4, 12)):
+            if rng.random() < 0.8 or (turn == 0 and step < 4):  # the cache gets used once
+                loop.messages.extend(loop.group(text=rng.random() < 0.3))
+            else:
+                loop.messages.extend(SHAPES[rng.choice(names)][0](loop))
+            messages = list(loop.messages)
+            got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=full)
+            expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+            assert dumped(got) == dumped(expected), f"seed {seed}, turn {turn}"
+            requests += 1
+        loop.messages.append(loop.assistant(TextContent(text="done"), stop="stop"))
+    assert len(ran) < requests  # the fast path was taken along the way
+
+
+def _with_extra(message: Any) -> Any:
+    return type(message).model_validate({**message.to_dict(), "note": "x"})
+
+
+@pytest.mark.parametrize("policy_name", ["completions", "responses, read only"])
+@pytest.mark.parametrize("shape_name", sorted(SHAPES))
+def test_model_facts_equal_wire_dict_facts(shape_name: str, policy_name: str) -> None:
+    """The runtime's models are read through their attributes: the same facts as reading
+    their wire dicts (and as the same model with an extra key, read the generic way)."""
+    allowed = POLICIES[policy_name].allowed_tool_names
+    loop = Loop(compacted=True)
+    messages = [*loop.group(text=True), *SHAPES[shape_name][0](loop)]
+    set_none = ToolResultMessage(tool_call_id="c", tool_name="read", details=None)
+    messages += [set_none, _with_extra(messages[0])]
+    for message in messages:
+        facts = message_facts(message, allowed)
+        assert facts == message_facts(message.to_dict(), allowed), (shape_name, message)
+        assert facts == message_facts(_with_extra(message), allowed), (shape_name, message)
+
+
+def test_a_turn_stamped_before_the_compaction_after_a_stable_boundary() -> None:
+    """A clock that went back: a turn after the stable boundary stamped before the compaction
+    summary has its usage zeroed by the full pipeline; the stable cache must not keep it (it
+    did on main: the part after the boundary was sanitized without the summary)."""
+    policy = POLICIES["completions"]
+    loop = Loop(compacted=True)
+    incremental = IncrementalSanitizer()
+    loop.messages += [*loop.group(), loop.assistant(TextContent(text="done"), stop="stop")]
+    incremental.run(list(loop.messages), policy, BUILTIN_SANITIZERS)
+    loop.messages.append(UserMessage(content="again", timestamp=loop.stamp()))
+    incremental.run(list(loop.messages), policy, BUILTIN_SANITIZERS)
+    assert incremental.cached_length > 0  # the stable cache is in use
+    call = loop.call()
+    loop.messages += [loop.assistant(call, timestamp=SUMMARY_STAMP - 1), loop.result(call)]
+    messages = list(loop.messages)
+    got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+    expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+    assert dumped(got) == dumped(expected)
+    assert expected[-2].usage.input == 0

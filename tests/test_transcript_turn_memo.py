@@ -1,0 +1,198 @@
+"""Turn validation inside a tool loop reuses the previous answer: the same as validating all.
+
+``TurnValidationMemo`` answers ``validate_replay_turns`` for a history that is the previous
+request's plus whole clean tool groups without a pass over the history. Each shape of the
+loop-tail table is put in the middle of a tool loop, under the policies that validate turns,
+on raw and on sanitized histories; the memo must give what the validator gives at every
+request. The memo reaches the built-in hook on the history list (other plugins still answer
+first), and a real run over HTTP uses it (asyncio and trio).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_runtime import Runtime, hookimpl, tool
+from openclaw_runtime.messages import UserMessage
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
+from openclaw_runtime.transcript import turn_memo as turn_memo_module
+from openclaw_runtime.transcript.incremental import IncrementalSanitizer
+from openclaw_runtime.transcript.replay import validate_replay_turns
+from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
+from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
+from tests.run_support import openai_config
+from tests.test_transcript_incremental import dumped
+from tests.test_transcript_loop_tail import SHAPES, Loop
+
+_ANTHROPIC = resolve_transcript_policy(
+    "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
+)
+POLICIES = {
+    "anthropic": _ANTHROPIC,
+    "anthropic, users not merged": dataclasses.replace(
+        _ANTHROPIC, append_only_runtime_context=True
+    ),
+    "completions": resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
+    "google": resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+}
+
+
+def test_the_policies_validate_turns() -> None:
+    for policy in POLICIES.values():
+        assert policy.validate_anthropic_turns or policy.validate_gemini_turns
+
+
+class Counting:
+    """Counts the full validations the memo runs (``validate_replay_turns`` in its module)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        monkeypatch.setattr(turn_memo_module, "validate_replay_turns", self)
+
+    def __call__(self, messages: Any, policy: Any) -> list[Any]:
+        self.calls += 1
+        return validate_replay_turns(messages, policy)
+
+
+@pytest.mark.parametrize("sanitized", [False, True])
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("shape_name", sorted(SHAPES))
+def test_a_tool_group_in_a_loop_validates_as_in_full(
+    shape_name: str, policy_name: str, sanitized: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = POLICIES[policy_name]
+    shape, clean = SHAPES[shape_name]
+    loop = Loop(compacted=False)
+    memo = TurnValidationMemo()
+    incremental = IncrementalSanitizer()
+    full = Counting(monkeypatch)
+    groups = [loop.group(), loop.group(text=True), shape(loop), loop.group(), loop.group()]
+    for number, group in enumerate(groups):
+        loop.messages.extend(group)
+        messages = list(loop.messages)
+        if sanitized:
+            expected_input = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+            messages = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+            assert dumped(messages) == dumped(expected_input)
+        before = full.calls
+        got = memo(messages, policy)
+        assert dumped(got) == dumped(validate_replay_turns(messages, policy)), (shape_name, number)
+        if number == 1 or (number == 2 and clean):
+            assert full.calls == before, (shape_name, number)  # reused, no pass
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(6))
+def test_random_loops_validate_as_in_full(policy_name: str, seed: int) -> None:
+    rng = random.Random(seed)
+    policy = POLICIES[policy_name]
+    names = sorted(SHAPES)
+    loop = Loop(compacted=False)
+    memo = TurnValidationMemo()
+    for turn in range(4):
+        if turn:
+            loop.messages.append(UserMessage(content=f"turn {turn}", timestamp=loop.stamp()))
+        for _ in range(rng.randint(3, 10)):
+            if rng.random() < 0.75:
+                loop.messages.extend(loop.group(text=rng.random() < 0.3))
+            else:
+                loop.messages.extend(SHAPES[rng.choice(names)][0](loop))
+            if rng.random() < 0.1:
+                loop.messages = loop.messages[: rng.randint(1, len(loop.messages))]
+            messages = list(loop.messages)
+            got = memo(messages, policy)
+            assert dumped(got) == dumped(validate_replay_turns(messages, policy)), seed
+            got.clear()  # the caller's list: the memo's own copy stays
+
+
+def test_the_builtin_hook_uses_the_memo_and_other_plugins_still_answer_first(
+    runtime_factory: Any,
+) -> None:
+    policy = POLICIES["anthropic"]
+    loop = Loop(compacted=False)
+    loop.messages.extend(loop.group())
+    runtime = runtime_factory()
+    memo = TurnValidationMemo()
+    validated, plugin = runtime.hooks.validate_replay_turns(
+        MemoizedTurns(loop.messages, memo), policy
+    )
+    assert plugin == "builtin.transcript"
+    assert validated == validate_replay_turns(loop.messages, policy)
+    assert memo._inputs == loop.messages  # the built-in answered through the memo
+
+    class Mine:
+        @hookimpl
+        def validate_replay_turns(self, messages: list[Any], policy: Any) -> list[Any]:
+            assert isinstance(messages, list)
+            return messages[:1]
+
+    mine = runtime_factory(plugins=[("mine", Mine())])
+    other = TurnValidationMemo()
+    validated, plugin = mine.hooks.validate_replay_turns(
+        MemoizedTurns(loop.messages, other), policy
+    )
+    assert (validated, plugin) == (loop.messages[:1], "mine")
+    assert other._inputs == []  # only the built-in reads the memo
+
+
+@tool
+async def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@pytest.fixture
+def server() -> Iterator[FaultInjectingOpenAIServer]:
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+        yield running
+
+
+@pytest.mark.anyio
+async def test_a_tool_loop_over_http_validates_through_the_memo(
+    tmp_path: Path, server: FaultInjectingOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai-completions validates turns (strict alternation): a loop of six calls runs the
+    full validation only until the memo holds a history ending with results."""
+    full = Counting(monkeypatch)
+    config = openai_config(
+        tmp_path / "state",
+        server.base_url,
+        provider="mock",
+        models={"main": 64_000},
+        keys=["key-a"],
+    )
+    runtime = Runtime(config, load_entrypoints=False)
+    calls = 6
+    for n in range(calls):
+        server.enqueue(Reply(tool_calls=[("read", {"path": f"f{n}.txt"})]))
+    server.enqueue(Reply(text="all read"))
+    try:
+        result = await runtime.run("read them", session_id="loop", tools=[read])
+    finally:
+        await runtime.aclose()
+    roles = [m.role for m in result.messages]
+    assert roles.count("toolResult") == calls
+    assert result.messages[-1].text() == "all read"
+    assert len(server.requests) == calls + 1
+    assert 0 < full.calls < calls + 1  # the later requests reused the memo
+
+
+def test_another_policy_validates_in_full() -> None:
+    loop = Loop(compacted=False)
+    loop.messages.append(UserMessage(content="and also", timestamp=loop.stamp()))
+    loop.messages.extend(loop.group())
+    memo = TurnValidationMemo()
+    merged = memo(list(loop.messages), POLICIES["anthropic"])
+    assert len(merged) == len(loop.messages) - 1  # the two user turns became one
+    loop.messages.extend(loop.group())
+    kept = POLICIES["anthropic, users not merged"]
+    got = memo(list(loop.messages), kept)
+    assert dumped(got) == dumped(validate_replay_turns(list(loop.messages), kept))
+    assert len(got) == len(loop.messages)
