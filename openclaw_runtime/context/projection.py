@@ -54,14 +54,18 @@ class ToolResultProjectionState:
         if not isinstance(message, ToolResultMessage):
             return project(message, max_chars)
         key = message.tool_call_id
-        fingerprint = tool_result_fingerprint(message)
         earlier = self._entries.get(key)
+        # the fingerprint (a JSON dump and a hash) only when there is one to compare or keep:
+        # most results fit as they are (a first request after a restart meets thousands)
+        fingerprint = None if earlier is None else tool_result_fingerprint(message)
         if earlier is not None and earlier.fingerprint == fingerprint and earlier.size <= max_chars:
             return earlier.projected
         projected = project(message, max_chars)
         if projected is message:
             self._entries.pop(key, None)  # it fits as it is: nothing to remember
         else:
+            if fingerprint is None:
+                fingerprint = tool_result_fingerprint(message)
             self._entries[key] = _Projection(fingerprint, measure(projected), projected)
         return projected
 
