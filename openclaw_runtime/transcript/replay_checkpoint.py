@@ -211,6 +211,20 @@ def _sources(
 ) -> list[Any] | None:
     """The entry among ``entries`` each message was made from (``cache``: ``id(entry)`` →
     message), or ``None`` when one was not made from any of them."""
+    # the common case, a branch that is the file's order: one walk, no look-up tables
+    out = []
+    walk = iter(entries)
+    found = True
+    for message in messages:
+        for entry in walk:
+            if cache.get(id(entry)) is message:
+                out.append(entry)
+                break
+        else:
+            found = False
+            break
+    if found:
+        return out
     by_key = {id(entry): entry for entry in entries}
     entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
     out = []
