@@ -69,7 +69,8 @@ def test_nothing_frozen_is_thawed() -> None:
     assert frozen > 0
     with bulk_allocation():
         built = [[index] for index in range(PROMOTE_AT + 5_000)]
-    assert gc.get_freeze_count() == frozen
+    # still frozen (a thaw empties the permanent generation; frozen objects may only die)
+    assert 0 < gc.get_freeze_count() <= frozen
     assert not _in_generation(kept, 2)  # still frozen (in no generation)
     assert not _in_generation(built, 2)
 
