@@ -55,11 +55,11 @@ class ToolResultProjectionState:
             return project(message, max_chars)
         key = message.tool_call_id
         earlier = self._entries.get(key)
-        fingerprint = None  # worked out only when compared or remembered
-        if earlier is not None:
-            fingerprint = tool_result_fingerprint(message)
-            if earlier.fingerprint == fingerprint and earlier.size <= max_chars:
-                return earlier.projected
+        # the fingerprint (a JSON dump and a hash) only when there is one to compare or keep:
+        # most results fit as they are (a first request after a restart meets thousands)
+        fingerprint = None if earlier is None else tool_result_fingerprint(message)
+        if earlier is not None and earlier.fingerprint == fingerprint and earlier.size <= max_chars:
+            return earlier.projected
         projected = project(message, max_chars)
         if projected is message:
             self._entries.pop(key, None)  # it fits as it is: nothing to remember

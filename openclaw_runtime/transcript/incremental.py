@@ -330,11 +330,21 @@ class IncrementalSanitizer:
         #: how many leading messages are known to sanitize to themselves (a persisted
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
         self.restore: Callable[[Sequence[Any], tuple[Any, ...]], int] | None = None
+        #: Called right after ``restore`` took a prefix: the tool-call ids that prefix names,
+        #: when the checkpoint kept them (``None``: worked out from the messages).
+        self.restored_ids: Callable[[], set[str] | None] | None = None
 
     @property
     def cached_length(self) -> int:
         """How many leading messages the cache holds (an upper bound of ``stable_prefix``)."""
         return len(self._inputs) if self._key is not None else 0
+
+    def prefix_call_ids(self, prefix: Sequence[Any]) -> set[str]:
+        """The tool-call ids ``prefix`` (a prefix of the cached history, as ``stable_prefix``
+        returns it) names: kept for the whole cached prefix, else read out of it."""
+        if self._key is not None and len(prefix) == len(self._inputs):
+            return set(self._prefix_ids)
+        return _call_ids(prefix)
 
     def stable_prefix(self) -> tuple[tuple[Any, ...], list[Any]] | None:
         """The cache key and the longest cached prefix ending at a stable boundary that the
@@ -397,7 +407,8 @@ class IncrementalSanitizer:
                 self._inputs = list(messages[:known])
                 self._outputs = list(self._inputs)
                 # the restored prefix's call ids, for the same cross-history check as a warm cache
-                self._prefix_ids = _call_ids(self._inputs)
+                ids = None if self.restored_ids is None else self.restored_ids()
+                self._prefix_ids = ids if ids is not None else _call_ids(self._inputs)
         start = 0
         head: list[Any] = []
         if (

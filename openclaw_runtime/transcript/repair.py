@@ -225,6 +225,37 @@ def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) 
     return None
 
 
+def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> bool:
+    """Whether the per-entry rules of ``plan_session_repair`` as the store's own loader
+    (``as_written``) leave ``entry`` exactly as it is: its own id, a parent before it (or
+    none), not a leaf record (its target is checked the slow way), and every content block an
+    object with a non-empty string ``type``. One pass without allocations; ``False`` only
+    means "take the full rules" (equivalence: ``tests/test_repair_plan_fast.py``)."""
+    if first_seen[entry["id"]] != index:
+        return False
+    parent = entry.get("parentId")
+    if parent is not None and first_seen.get(parent, -1) >= index:
+        return False
+    kind = entry["type"]
+    if kind == "message":
+        holder = entry.get("message")
+        if type(holder) is not dict:
+            return False
+        content = holder.get("content")
+    elif kind == "custom_message":
+        content = entry.get("content")
+    else:
+        return kind != "leaf"
+    if type(content) is list:
+        for block in content:
+            if type(block) is not dict:
+                return False
+            block_type = block.get("type")
+            if type(block_type) is not str or not block_type:
+                return False
+    return True
+
+
 def plan_session_repair(
     parsed: ParsedSession, *, keep_error_turns: bool = False, as_written: bool = False
 ) -> RepairPlan:
@@ -243,8 +274,16 @@ def plan_session_repair(
     plan = RepairPlan(out, changed, list(parsed.invalid))
     spans = plan.spans
     first_seen = _first_positions(entries)
+    all_spans = parsed.spans
+    has_spans = len(all_spans) == len(entries)
     for index, entry in enumerate(entries):
-        span = parsed.spans[index] if index < len(parsed.spans) else (0, 0)
+        span = all_spans[index] if has_spans or index < len(all_spans) else (0, 0)
+        if as_written and _untouched(entry, index, first_seen):
+            # the common case (every line of a file the store wrote): nothing to change
+            spans.append(span)
+            out.append(entry)
+            changed.append(False)
+            continue
         broken = _broken_link(entry, index, first_seen)
         if broken is not None:
             line = _line_number(parsed.data, span[0])

@@ -16,6 +16,9 @@ on the next cold start:
 * ``tokens`` / ``token_scheme`` (optional): the sum of the ``n`` messages' token estimates and
   the estimator it belongs to (a string the runner chooses, ``runner.history_tokens``), so a
   cold start does not re-estimate a history it only reads.
+* ``call_ids`` (optional): the tool-call ids the ``n`` messages name, which the sanitizer
+  checks the rest of the history against (``transcript.incremental``), so a cold start does
+  not read them out of every message again.
 
 A cold start takes the first ``n`` messages as already sanitized only if all of it still
 holds: same fingerprint, the file's first bytes unchanged (another writer only appended),
@@ -88,6 +91,7 @@ class ReplayCheckpoint:
     ids_digest: str
     tokens: int | None = None
     token_scheme: str | None = None
+    call_ids: tuple[str, ...] | None = None
 
 
 def checkpoint_path(session_path: str | Path) -> Path:
@@ -147,6 +151,9 @@ def read_checkpoint(path: Path) -> ReplayCheckpoint | None:
     tokens, scheme = data.get("tokens"), data.get("tokenScheme")
     if type(tokens) is int and tokens >= 0 and isinstance(scheme, str):
         checkpoint = dataclasses.replace(checkpoint, tokens=tokens, token_scheme=scheme)
+    call_ids = data.get("callIds")
+    if type(call_ids) is list and all(type(i) is str for i in call_ids):
+        checkpoint = dataclasses.replace(checkpoint, call_ids=tuple(call_ids))
     ints = (checkpoint.messages, checkpoint.entries, checkpoint.file_bytes, checkpoint.file_crc)
     if not all(type(v) is int and v >= 0 for v in ints):
         return None
@@ -169,6 +176,8 @@ def write_checkpoint(path: Path, checkpoint: ReplayCheckpoint) -> None:
     if checkpoint.tokens is not None and checkpoint.token_scheme is not None:
         record["tokens"] = checkpoint.tokens
         record["tokenScheme"] = checkpoint.token_scheme
+    if checkpoint.call_ids is not None:
+        record["callIds"] = list(checkpoint.call_ids)
     data = orjson.dumps(record)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
@@ -202,6 +211,20 @@ def _sources(
 ) -> list[Any] | None:
     """The entry among ``entries`` each message was made from (``cache``: ``id(entry)`` →
     message), or ``None`` when one was not made from any of them."""
+    # the common case, a branch that is the file's order: one walk, no look-up tables
+    out = []
+    walk = iter(entries)
+    found = True
+    for message in messages:
+        for entry in walk:
+            if cache.get(id(entry)) is message:
+                out.append(entry)
+                break
+        else:
+            found = False
+            break
+    if found:
+        return out
     by_key = {id(entry): entry for entry in entries}
     entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
     out = []
@@ -256,8 +279,11 @@ class ReplayCheckpointer:
         #: Set by the runner (``runner.history_tokens``): the token estimate of a prefix of
         #: the history as ``(scheme, tokens)``, recorded with it (``None``: not known).
         self.prefix_tokens: Callable[[Sequence[Any]], tuple[str, int] | None] | None = None
+        #: the call ids of the prefix the cold start took (for ``restored_ids``, once)
+        self._restored_ids: set[str] | None = None
         if enabled:
             sanitizer.restore = self.restore
+            sanitizer.restored_ids = self.restored_ids
 
     @property
     def _source(self) -> CheckpointSource:
@@ -293,7 +319,15 @@ class ReplayCheckpointer:
             return 0
         self._recorded = (fingerprint, count)
         self.restored = count
+        if checkpoint.call_ids is not None:
+            self._restored_ids = set(checkpoint.call_ids)
         return count
+
+    def restored_ids(self) -> set[str] | None:
+        """The tool-call ids of the prefix ``restore`` took, when the side file kept them
+        (``None``: not kept); handed out once."""
+        ids, self._restored_ids = self._restored_ids, None
+        return ids
 
     def known_tokens(self, messages: Sequence[Any], scheme: str) -> tuple[int, int] | None:
         """``(n, tokens)``: the checkpoint's first ``n`` messages are ``messages[:n]`` and
@@ -381,6 +415,7 @@ class ReplayCheckpointer:
             return
         counted = None if self.prefix_tokens is None else self.prefix_tokens(prefix)
         scheme, tokens = counted if counted is not None else (None, None)
+        call_ids = self._sanitizer.prefix_call_ids(prefix)
         checkpoint = ReplayCheckpoint(
             fingerprint,
             len(prefix),
@@ -390,6 +425,7 @@ class ReplayCheckpointer:
             ids_digest(sources),
             tokens,
             scheme,
+            tuple(sorted(call_ids)),
         )
         try:
             write_checkpoint(checkpoint_path(self._source.path), checkpoint)

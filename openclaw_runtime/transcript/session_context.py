@@ -16,15 +16,24 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..messages import (
+    AssistantMessage,
     BranchSummaryMessage,
     CompactionSummaryMessage,
     CustomMessage,
     OpaqueMessage,
+    ToolResultMessage,
+    UserMessage,
     load_message,
 )
 from .entries import parse_timestamp_ms
 
-__all__ = ["ModelRef", "SessionContext", "build_session_context", "entry_message"]
+__all__ = [
+    "ModelRef",
+    "SessionContext",
+    "build_session_context",
+    "entry_message",
+    "load_entry_message",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,26 @@ class SessionContext:
     active_tool_names: list[str] | None = None
 
 
+#: role → the validator of the model ``load_message`` picks for it. ``load_message`` goes
+#: through the union of every message model, whose discriminator is a Python function called
+#: per message; a session load validates thousands, and the union's only effect here is the
+#: choice of model (a message that fails becomes an ``OpaqueMessage`` either way).
+_VALIDATE_BY_ROLE: dict[str, Callable[[Any], Any]] = {
+    model.model_fields["role"].default: model.__pydantic_validator__.validate_python
+    for model in (UserMessage, AssistantMessage, ToolResultMessage)
+}
+
+
+def load_entry_message(message: dict[str, Any]) -> Any:
+    """``load_message(message)`` for the message dict of an entry: the same model, or the
+    same ``ValidationError`` raised (its wording may differ: no union tag in its location)."""
+    role = message.get("role")
+    validate = _VALIDATE_BY_ROLE.get(role) if type(role) is str else None
+    if validate is None:
+        return load_message(message)
+    return validate(message)
+
+
 def entry_message(entry: Mapping[str, Any], *, materialize: bool = True) -> Any:
     """The context message an entry contributes, or ``None``.
 
@@ -62,7 +91,7 @@ def entry_message(entry: Mapping[str, Any], *, materialize: bool = True) -> Any:
         if not materialize:
             return message
         try:
-            return load_message(message)
+            return load_entry_message(message)
         except ValidationError:
             return OpaqueMessage.model_validate(message)
     timestamp = parse_timestamp_ms(entry.get("timestamp")) or 0
