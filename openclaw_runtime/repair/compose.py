@@ -21,12 +21,11 @@ import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-import anyio
-
 from ..containment import PluginGuard, component_unit
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamFn, StreamOptions
 from .formats import FormatScan, FormatScanOptions, ToolCallFormat, coerce_tool_call_formats
+from .shield import ShieldedClose
 
 __all__ = [
     "GuardedToolCallFormat",
@@ -74,7 +73,7 @@ async def _repaired_events(
         async for event in events:
             yield event
     finally:
-        with anyio.CancelScope(shield=True):
+        with ShieldedClose():
             for layer in reversed(layers):
                 await _aclose(layer)
 
@@ -243,7 +242,7 @@ async def _guarded_events(
                 guard.succeeded(plugin, unit)
             yield event
     finally:
-        with anyio.CancelScope(shield=True):
+        with ShieldedClose():  # no yield inside: the shield mark is the task's
             if inner is not None:
                 try:
                     await _aclose(inner)
