@@ -18,7 +18,7 @@ import anyio.lowlevel
 import jsonschema
 import pytest
 
-from openclaw_runtime.abort import AbortController
+from openclaw_runtime.abort import AbortController, TurnHandoff
 from openclaw_runtime.agent import AgentTool, flat_args, tool, tool_execution
 from openclaw_runtime.agent.tool_execution import execute_tool_calls
 from openclaw_runtime.agent.tools import (
@@ -314,3 +314,51 @@ async def test_updates_of_a_tool_that_reports_them_still_arrive() -> None:
         "tool_execution_update",
         "tool_execution_end",
     ]
+
+
+# --------------------------------------------------------------------------- linked scopes
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("reason", "ignore_handoff", "cancelled"),
+    [
+        (None, False, True),
+        (TurnHandoff(), False, True),
+        (TurnHandoff(), True, False),
+        ({"turnHandoff": True}, True, False),
+        ("stop", True, True),
+    ],
+)
+@pytest.mark.parametrize("already", [False, True])
+async def test_a_linked_scope_is_cancelled_by_the_abort(
+    reason: Any, ignore_handoff: bool, cancelled: bool, already: bool
+) -> None:
+    controller = AbortController()
+    if already:
+        controller.abort(reason)
+    reached: list[str] = []
+    with anyio.fail_after(10):
+        with controller.signal.linked_cancel_scope(ignore_handoff=ignore_handoff) as scope:
+            assert isinstance(scope, anyio.CancelScope)
+            if not already:
+                controller.abort(reason)
+            await anyio.lowlevel.checkpoint()
+            reached.append("after the abort")
+    assert scope.cancelled_caught is cancelled
+    assert reached == ([] if cancelled else ["after the abort"])
+
+
+@pytest.mark.anyio
+async def test_a_linked_scope_lets_errors_through_and_unlinks_on_exit() -> None:
+    controller = AbortController()
+    with (
+        pytest.raises(RuntimeError, match="inside"),
+        controller.signal.linked_cancel_scope() as scope,
+    ):
+        raise RuntimeError("inside")
+    controller.abort()  # after the exit: the scope is no longer linked
+    assert not scope.cancel_called
+    with controller.signal.linked_cancel_scope() as later:
+        await anyio.lowlevel.checkpoint()  # already aborted: cancelled at once
+    assert later.cancelled_caught

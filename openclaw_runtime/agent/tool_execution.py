@@ -223,13 +223,15 @@ class _Batch:
         """``_execute`` for a tool that never reports progress: nothing to forward while it
         runs, so no pump task and no task group (whose exit costs an event-loop round trip)."""
         call = prepared.tool_call
-        outcome = (error_tool_result(ABORTED_TEXT), True)
+        outcome: tuple[AgentToolResult, bool] | None = None
         try:
             with self._cancel_on_abort():
                 value = await prepared.tool.execute(call.id, prepared.args, self.signal, _no_update)  # type: ignore[misc]
                 outcome = (coerce_tool_result(value), False)
         except Exception as exc:
             outcome = (error_tool_result(error_text(exc)), True)
+        if outcome is None:  # the abort cancelled the tool before it returned
+            outcome = (error_tool_result(ABORTED_TEXT), True)
         return outcome
 
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
