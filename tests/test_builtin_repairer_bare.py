@@ -37,7 +37,11 @@ from openclaw_runtime.events import (
 from openclaw_runtime.llm import Context, StreamOptions, Tool
 from openclaw_runtime.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 from openclaw_runtime.repair import PlainTextToolCallRepairer, apply_stream_repairers
-from openclaw_runtime.repair.compose import guard_stream_repairer, is_builtin_plugin
+from openclaw_runtime.repair.compose import (
+    GuardedToolCallFormat,
+    guard_stream_repairer,
+    is_builtin_plugin,
+)
 from openclaw_runtime.testing import fake_model
 
 pytestmark = pytest.mark.anyio
@@ -187,6 +191,9 @@ def test_the_runtime_guards_plugin_repairers_and_not_its_own(tmp_path: Any) -> N
     assert chain == {"plain_text_tool_calls": "builtin.repair", "passthrough": "acme"}
     stages = runtime._stream_repairers()
     assert isinstance(stages[0], PlainTextToolCallRepairer)  # bare
+    # ... with the registered formats bound, each behind the guard
+    assert stages[0].formats
+    assert all(isinstance(fmt, GuardedToolCallFormat) for fmt in stages[0].formats)
     assert getattr(stages[1], "__wrapped__", None) is not None  # behind the guard
 
 
