@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import anyio
@@ -190,6 +191,13 @@ def test_tool_marks_a_function_without_on_update_as_quiet() -> None:
         return ""
 
     assert reports_updates(plain)
+
+    @functools.wraps(quiet.execute)
+    async def wrapper(call_id: str, args: Any, signal: Any, on_update: Any) -> Any:
+        on_update(AgentToolResult(content=[TextContent(text="wrapped progress")]))
+        return await quiet.execute(call_id, args, signal, on_update)
+
+    assert reports_updates(wrapper)  # attributes copied by ``wraps`` do not make it quiet
 
 
 class _Gate:

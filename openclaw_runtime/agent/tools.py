@@ -62,16 +62,17 @@ ToolExecuteFn: TypeAlias = Callable[
     [str, dict[str, Any], AbortSignal | None, ToolUpdateCallback], Awaitable[Any]
 ]
 
-#: Set (to True) on an ``execute`` function that never calls its ``on_update``; ``@tool``
-#: sets it when the decorated function takes no ``on_update``. The loop runs such a tool
-#: without the machinery that forwards progress updates while it runs (a task group and a
-#: pump task: an event-loop round trip per call).
+#: Set on an ``execute`` function that never calls its ``on_update``, to the function itself
+#: (so a wrapper made with ``functools.wraps``, which copies attributes, is not taken for
+#: quiet); ``@tool`` sets it when the decorated function takes no ``on_update``. The loop runs
+#: such a tool without the machinery that forwards progress updates while it runs (a task
+#: group and a pump task: event-loop round trips on every call).
 QUIET_EXECUTE_ATTR = "_openclaw_never_updates"
 
 
 def reports_updates(execute: Any) -> bool:
     """May ``execute`` call its ``on_update``? (Yes unless it is marked as never doing so.)"""
-    return getattr(execute, QUIET_EXECUTE_ATTR, False) is not True
+    return getattr(execute, QUIET_EXECUTE_ATTR, None) is not execute
 
 
 @dataclass(slots=True)
@@ -205,7 +206,7 @@ def tool(
             return await anyio.to_thread.run_sync(lambda: func(**kwargs))
 
         if not wants_update:  # nothing can call ``on_update``: no progress to forward
-            setattr(execute, QUIET_EXECUTE_ATTR, True)
+            setattr(execute, QUIET_EXECUTE_ATTR, execute)
         doc = inspect.getdoc(func) or ""
         return AgentTool(
             name=name or func.__name__,
