@@ -25,12 +25,13 @@ import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
+import anyio
+
 from .._registry import BUILTIN_PLUGIN_PREFIX
 from ..containment import PluginGuard, component_unit
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamFn, StreamOptions
 from .formats import FormatScan, FormatScanOptions, ToolCallFormat, coerce_tool_call_formats
-from .shield import ShieldedClose
 
 __all__ = [
     "GuardedToolCallFormat",
@@ -79,7 +80,7 @@ async def _repaired_events(
         async for event in events:
             yield event
     finally:
-        with ShieldedClose():
+        with anyio.CancelScope(shield=True):
             for layer in reversed(layers):
                 await _aclose(layer)
 
@@ -248,7 +249,7 @@ async def _guarded_events(
                 guard.succeeded(plugin, unit)
             yield event
     finally:
-        with ShieldedClose():  # no yield inside: the shield mark is the task's
+        with anyio.CancelScope(shield=True):
             if inner is not None:
                 try:
                     await _aclose(inner)
