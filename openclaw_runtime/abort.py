@@ -9,8 +9,9 @@ should be interrupted mid-await (tool execution, HTTP reads).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -106,24 +107,12 @@ class AbortSignal:
             self._event = anyio.Event()
         await self._event.wait()
 
-    @contextmanager
-    def linked_cancel_scope(self, *, ignore_handoff: bool = False) -> Iterator[anyio.CancelScope]:
-        """A cancel scope cancelled when this signal aborts.
+    def linked_cancel_scope(self, *, ignore_handoff: bool = False) -> _LinkedCancelScope:
+        """A cancel scope cancelled when this signal aborts (``with`` gives the scope).
 
         With ``ignore_handoff`` a ``TurnHandoff`` abort does not cancel the scope.
         """
-        scope = anyio.CancelScope()
-
-        def cancel() -> None:
-            if not (ignore_handoff and is_turn_handoff_abort(self)):
-                scope.cancel()
-
-        remove = self.add_callback(cancel)
-        try:
-            with scope:
-                yield scope
-        finally:
-            remove()
+        return _LinkedCancelScope(self, ignore_handoff)
 
     def _fire(self, reason: Any) -> None:
         if self._aborted:
@@ -139,6 +128,46 @@ class AbortSignal:
     def __repr__(self) -> str:
         state = f"aborted reason={self.reason_text()!r}" if self._aborted else "active"
         return f"<AbortSignal {state}>"
+
+
+class _LinkedCancelScope:
+    """``AbortSignal.linked_cancel_scope()``: a context manager class rather than a generator
+    one (a tool call enters one; the generator machinery cost more than the scope)."""
+
+    __slots__ = ("_ignore_handoff", "_remove", "_scope", "_signal")
+
+    def __init__(self, signal: AbortSignal, ignore_handoff: bool) -> None:
+        self._signal = signal
+        self._ignore_handoff = ignore_handoff
+        self._scope: anyio.CancelScope | None = None
+        self._remove: Callable[[], None] = _noop
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope = anyio.CancelScope()
+        signal, ignore_handoff = self._signal, self._ignore_handoff
+
+        def cancel() -> None:
+            if not (ignore_handoff and is_turn_handoff_abort(signal)):
+                scope.cancel()
+
+        self._remove = signal.add_callback(cancel)  # cancels now if already aborted
+        try:
+            return scope.__enter__()
+        except BaseException:
+            self._remove()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._scope is not None
+        try:
+            return self._scope.__exit__(exc_type, exc, tb)
+        finally:
+            self._remove()
 
 
 class AbortController:

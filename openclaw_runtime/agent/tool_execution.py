@@ -33,6 +33,7 @@ from .tools import (
     coerce_tool_result,
     error_tool_result,
     redact_tool_result,
+    reports_updates,
     validate_tool_arguments,
 )
 from .types import (
@@ -213,8 +214,30 @@ class _Batch:
             hide=prepared.tool.hide_from_channel_progress,
         )
 
+    def _cancel_on_abort(self) -> Any:
+        if self.signal is None:
+            return nullcontext()
+        return self.signal.linked_cancel_scope(ignore_handoff=True)
+
+    async def _execute_quietly(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
+        """``_execute`` for a tool that never reports progress: nothing to forward while it
+        runs, so no pump task and no task group (whose exit costs an event-loop round trip)."""
+        call = prepared.tool_call
+        outcome: tuple[AgentToolResult, bool] | None = None
+        try:
+            with self._cancel_on_abort():
+                value = await prepared.tool.execute(call.id, prepared.args, self.signal, _no_update)  # type: ignore[misc]
+                outcome = (coerce_tool_result(value), False)
+        except Exception as exc:
+            outcome = (error_tool_result(error_text(exc)), True)
+        if outcome is None:  # the abort cancelled the tool before it returned
+            outcome = (error_tool_result(ABORTED_TEXT), True)
+        return outcome
+
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
         call, found = prepared.tool_call, prepared.tool
+        if not reports_updates(found.execute):
+            return await self._execute_quietly(prepared)
         hide = found.hide_from_channel_progress or None
         updates_send, updates_receive = anyio.create_memory_object_stream[ToolExecutionUpdate](
             math.inf
@@ -233,11 +256,7 @@ class _Batch:
                 async for event in updates_receive:
                     await self.emit(event)
 
-        cancel_on_abort = (
-            self.signal.linked_cancel_scope(ignore_handoff=True)
-            if self.signal is not None
-            else nullcontext()
-        )
+        cancel_on_abort = self._cancel_on_abort()
         # what stands if the abort cancels the tool before it returns
         outcome = (error_tool_result(ABORTED_TEXT), True)
         async with anyio.create_task_group() as tg:
@@ -285,6 +304,10 @@ class _Batch:
         await self.emit(MessageStart(message))
         await self.emit(MessageEnd(message))
         return message
+
+
+def _no_update(partial: AgentToolResult) -> None:
+    """The ``on_update`` handed to a tool marked as never calling it."""
 
 
 async def execute_tool_calls(

@@ -25,6 +25,7 @@ from ..abort import AbortSignal
 from ..llm import Tool
 from ..messages import ContentBlock, ImageContent, TextContent, ToolCall
 from ..redaction import redact, redact_data
+from .flat_args import flat_valid_copy
 
 __all__ = [
     "AgentTool",
@@ -35,6 +36,7 @@ __all__ = [
     "coerce_tool_result",
     "error_tool_result",
     "redact_tool_result",
+    "reports_updates",
     "tool",
     "validate_tool_arguments",
 ]
@@ -59,6 +61,18 @@ ToolUpdateCallback: TypeAlias = Callable[[AgentToolResult], None]
 ToolExecuteFn: TypeAlias = Callable[
     [str, dict[str, Any], AbortSignal | None, ToolUpdateCallback], Awaitable[Any]
 ]
+
+#: Set on an ``execute`` function that never calls its ``on_update``, to the function itself
+#: (so a wrapper made with ``functools.wraps``, which copies attributes, is not taken for
+#: quiet); ``@tool`` sets it when the decorated function takes no ``on_update``. The loop runs
+#: such a tool without the machinery that forwards progress updates while it runs (a task
+#: group and a pump task: event-loop round trips on every call).
+QUIET_EXECUTE_ATTR = "_openclaw_never_updates"
+
+
+def reports_updates(execute: Any) -> bool:
+    """May ``execute`` call its ``on_update``? (Yes unless it is marked as never doing so.)"""
+    return getattr(execute, QUIET_EXECUTE_ATTR, None) is not execute
 
 
 @dataclass(slots=True)
@@ -191,6 +205,8 @@ def tool(
                 return await func(**kwargs)
             return await anyio.to_thread.run_sync(lambda: func(**kwargs))
 
+        if not wants_update:  # nothing can call ``on_update``: no progress to forward
+            setattr(execute, QUIET_EXECUTE_ATTR, execute)
         doc = inspect.getdoc(func) or ""
         return AgentTool(
             name=name or func.__name__,
@@ -223,6 +239,9 @@ def validate_tool_arguments(tool_def: Tool, tool_call: ToolCall) -> dict[str, An
     The tool call itself is never modified.
     """
     schema = tool_def.parameters
+    certain = flat_valid_copy(schema, tool_call.arguments)
+    if certain is not None:  # flat arguments of a flat schema: valid without jsonschema
+        return certain
     if json_depth_exceeds(tool_call.arguments, MAX_UNTRUSTED_JSON_DEPTH):
         # the model's JSON: deeper than this, copying and validating it would recurse too far
         raise ToolArgumentError(

@@ -8,11 +8,15 @@ A transformer with a ``passes_through(context)`` method that answers True for a 
 left out of that request's stream (the built-in plain-text tool-call repairer when the request
 offers no tools): a stage that would only copy events costs two generator layers per event.
 
-``guard_stream_repairers`` puts every registered repairer and tool-call format behind the
+``guard_stream_repairers`` puts every plugin's repairer and every tool-call format behind the
 runtime's ``PluginGuard``: a repairer that raises is taken out of *that* stream (the events it
 had swallowed since its last output are replayed and the rest pass through unrepaired, so the
 run goes on as if the stage were not there), a format that raises counts as "no match"; both
-are recorded as faults of their plugin, and repeated faults quarantine them.
+are recorded as faults of their plugin, and repeated faults quarantine them. The core's own
+repairers (registered by a ``builtin.*`` plugin: the plain-text tool-call repairer) stay bare,
+as the built-in transcript sanitizers do: the guard costs two generator layers and a
+shielded close per model call, and the built-in contains its own failures (it releases what
+it holds and passes the stream through); the plugin formats it is given stay guarded.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, TypeAlias
 
 import anyio
 
+from .._registry import BUILTIN_PLUGIN_PREFIX
 from ..containment import PluginGuard, component_unit
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamFn, StreamOptions
@@ -35,6 +40,7 @@ __all__ = [
     "bind_tool_call_formats",
     "guard_stream_repairer",
     "guard_stream_repairers",
+    "is_builtin_plugin",
 ]
 
 REPAIRER_HOOK = "register_stream_repairers"
@@ -320,5 +326,13 @@ def guard_stream_repairers(
             except Exception as exc:
                 guard.fault(plugin, REPAIRER_HOOK, exc, unit=unit)
                 continue
+        if is_builtin_plugin(plugin):
+            out.append(transformer)  # the core's own stage: no guard layers (module doc)
+            continue
         out.append(guard_stream_repairer(transformer, guard=guard, plugin=plugin, name=name))
     return out
+
+
+def is_builtin_plugin(plugin: str | None) -> bool:
+    """Is ``plugin`` one of the core's own (``builtin.*``)? Their repairers run unguarded."""
+    return plugin is not None and plugin.startswith(BUILTIN_PLUGIN_PREFIX)
