@@ -390,6 +390,14 @@ class EventStream(Generic[E, R]):
         """True once no more events will be queued."""
         return self._done
 
+    @property
+    def failure(self) -> BaseException | None:
+        """What failed the stream (``fail()``, or its source raising), if anything did.
+
+        Iterating a failed stream just ends (``result()`` raises the failure); a layer that
+        only iterates it (a stream repairer) checks this to pass the failure on."""
+        return self._error
+
     # consumer side ------------------------------------------------------------------------
 
     def __aiter__(self) -> EventStream[E, R]:

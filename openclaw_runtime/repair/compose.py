@@ -79,6 +79,11 @@ async def _repaired_events(
             layers.append(events)
         async for event in events:
             yield event
+        # a provider stream that raised just ended for the layers iterating it: its own error
+        # (not "ended without a completion event") is what the run must report
+        failure = getattr(provider_stream, "failure", None)
+        if isinstance(failure, Exception):
+            raise failure
     finally:
         with anyio.CancelScope(shield=True):
             for layer in reversed(layers):
