@@ -393,7 +393,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
             max_tokens=spec.max_tokens,
         ),
     )
-    install_tool_result_context_guard(
+    context_guard = install_tool_result_context_guard(
         config,
         memo=session_projection_memo(session),
         context_window_tokens=spec.context_window,
@@ -455,6 +455,9 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     finally:
         if unlink is not None:
             unlink()
+        # the guard and the config point at each other: a cycle that would keep this run
+        # (its callbacks, its session) alive until the next cyclic GC
+        context_guard.uninstall()
         with anyio.CancelScope(shield=True):
             await session.flush()
 
