@@ -9,6 +9,9 @@
   field by field on a table of requests, and leaves the caller's request alone.
 * ``is_inbox_lease`` answers what ``isinstance(inbox, LiveInboxLease)`` answers on a table of
   inbox shapes.
+* The attempt timer (a loop callback on asyncio, a task on trio) fires once when its time is
+  up, never once disarmed, and an attempt that runs out while a tool runs still ends as a
+  timeout (real HTTP, both loops).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from openclaw_runtime import Runtime
@@ -25,9 +30,13 @@ from openclaw_runtime.abort import AbortController
 from openclaw_runtime.agent import tool
 from openclaw_runtime.backends.steering import LiveInboxLease
 from openclaw_runtime.messages import ImageContent
+from openclaw_runtime.runner.attempt_timer import arm_attempt_timer
 from openclaw_runtime.runner.live_inbox import FileLiveInbox
 from openclaw_runtime.runner.live_run import is_inbox_lease, with_abort_signal
 from openclaw_runtime.runner.request import RunRequest
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from tests.run_support import openai_config
+from tests.test_run_recovery import Recorder
 
 # --------------------------------------------------------------------------- sanitizers
 
@@ -235,3 +244,78 @@ class _DynamicRenew:
 def test_is_inbox_lease_answers_like_the_protocol_check(tmp_path: Path, make: Any) -> None:
     inbox = make(tmp_path)
     assert is_inbox_lease(inbox) == isinstance(inbox, LiveInboxLease)
+
+
+# --------------------------------------------------------------------------- attempt timer
+
+
+@pytest.mark.anyio
+async def test_the_attempt_timer_fires_once_when_armed() -> None:
+    fired = anyio.Event()
+    calls: list[int] = []
+
+    def fire() -> None:
+        calls.append(1)
+        fired.set()
+
+    with anyio.fail_after(10):  # a safety net, not a timing assertion
+        async with anyio.create_task_group() as tg:
+            arm_attempt_timer(tg, 0.01, fire)
+            await fired.wait()
+            tg.cancel_scope.cancel()
+    assert calls == [1]
+
+
+@pytest.mark.anyio
+async def test_a_disarmed_attempt_timer_never_fires() -> None:
+    calls: list[int] = []
+    async with anyio.create_task_group() as tg:
+        disarm = arm_attempt_timer(tg, 0, lambda: calls.append(1))
+        disarm()
+        for _ in range(5):  # the loop runs every callback that was due
+            await anyio.lowlevel.checkpoint()
+    assert calls == []
+
+
+class _Stuck:
+    """A tool that waits until the attempt is aborted."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    async def __call__(self, city: str) -> str:
+        self.started += 1
+        await anyio.sleep_forever()
+        return city
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("memory", [False, True], ids=["durable", "memory"])
+async def test_an_attempt_that_runs_out_during_a_tool_says_so(tmp_path: Path, memory: bool) -> None:
+    """The timer's callback marks the attempt timed out and aborts it while the tool still
+    runs (over real HTTP): the run ends as a timeout, the tool is not left hanging."""
+    stuck = _Stuck()
+    slow = tool(name="get_weather", description="The weather.")(stuck.__call__)
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
+        server.enqueue(Reply(tool_calls=[("get_weather", {"city": "Paris"})], model="main"))
+        config = openai_config(
+            tmp_path / "state",
+            server.base_url,
+            provider="mock",
+            models={"main": 64_000},
+            keys=["key-a"],
+        )
+        runtime = Runtime(config, memory=memory, load_entrypoints=False)
+        recorder = Recorder()
+        try:
+            with anyio.fail_after(30):
+                result = await runtime.run(
+                    "weather?", session_id="s1", tools=[slow], timeout_s=0.3, on_event=recorder
+                )
+        finally:
+            await runtime.aclose()
+    assert stuck.started == 1
+    assert result.outcome.status == "timeout", result
+    assert result.error is not None and result.error.kind == "timeout"
+    assert "timed out after 0.3s" in result.error.message
+    assert [e.timed_out for e in recorder.of("attempt_end")] == [True]
