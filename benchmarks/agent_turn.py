@@ -24,7 +24,10 @@ in the same run (no timed assertions anywhere):
 3. **1 000 concurrent runs.** Each on its own session, the model call sleeping 10 ms,
    ``agent.max_concurrent = 1000``. Orchestration CPU per run = (process CPU of the batch −
    process CPU of the same batch calling the stream function directly) / runs, shown as a
-   share of the 10 ms model call; wall time of both batches too.
+   share of the 10 ms model call; wall time of both batches too. With the durable mode, a
+   file-creation floor row: the process CPU of only the file work 1,000 fresh durable
+   sessions need (``file_creation_floor``: the three files a fresh session leaves, and every
+   file operation of a fresh run), measured in every round on the same disk.
 
 Every side is validated once, untimed, before it is measured (ours: one attempt, ``ok``,
 the expected messages), so a retry or a failure cannot pass for speed.
