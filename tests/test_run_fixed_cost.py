@@ -343,3 +343,18 @@ def test_lane_record_paths_are_remembered_and_still_right(
             expected = tmp_path / (hashlib.sha256(lane.encode()).hexdigest()[:32] + ".json")
             assert store.path(lane) == expected
     assert len({store.path(lane) for lane in lanes}) == len(lanes)
+
+
+def test_a_released_lane_is_forgotten(tmp_path: Path) -> None:
+    """The memo holds the lanes held now, not every lane a long-lived process ever saw."""
+    store = file_lanes.FileLaneStore(tmp_path)
+    claimant = file_lanes.FileLaneClaimant("c1", 1, store.host, None)
+    for i in range(50):
+        lane = f"session:{i}"
+        path = store.path(lane)
+        step = store.step(lane, claimant, 1)
+        assert step is not None and step.granted and path.exists()
+        assert store._paths == {lane: path}
+        assert store.release(lane, claimant.id)
+        assert not path.exists()
+        assert store._paths == {}

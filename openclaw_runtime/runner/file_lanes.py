@@ -142,8 +142,8 @@ class FileLaneStore:
         self.pid_alive = pid_alive
         self.clock = clock
         self._ready = False
-        #: lane → record path: a run asks for its session lane's at the grant, at the
-        #: release and at each beat (a SHA-256 and a path join each time)
+        #: lane → record path: a run asks for its session lane's at the grant, at each beat
+        #: and at the release (a SHA-256 and a path join each time); forgotten at the release
         self._paths: dict[str, Path] = {}
 
     def path(self, lane: str) -> Path:
@@ -238,9 +238,10 @@ class FileLaneStore:
             with self._lock(path, lock_wait_s):
                 before = self._read(path)
                 self._write(path, lane, before, release_file_lane(before, claim_id))
-                return True
         except filelock.Timeout:
             return False
+        self._paths.pop(lane, None)  # remembered while held: a fresh session's lane is done
+        return True
 
 
 @dataclass
