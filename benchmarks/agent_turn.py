@@ -24,7 +24,10 @@ in the same run (no timed assertions anywhere):
 3. **1 000 concurrent runs.** Each on its own session, the model call sleeping 10 ms,
    ``agent.max_concurrent = 1000``. Orchestration CPU per run = (process CPU of the batch −
    process CPU of the same batch calling the stream function directly) / runs, shown as a
-   share of the 10 ms model call; wall time of both batches too.
+   share of the 10 ms model call; wall time of both batches too. With the durable mode, a
+   file-creation floor row: the process CPU of only the file work 1,000 fresh durable
+   sessions need (``file_creation_floor``: the three files a fresh session leaves, and every
+   file operation of a fresh run), measured in every round on the same disk.
 
 Every side is validated once, untimed, before it is measured (ours: one attempt, ``ok``,
 the expected messages), so a retry or a failure cannot pass for speed.
@@ -882,6 +885,60 @@ async def part2(tmp: Path, quick: bool) -> None:
 # --------------------------------------------------------------------------- part 3
 
 
+def file_creation_floor(root: Path, runs: int, *, every_operation: bool = False) -> float:
+    """Process CPU of the file work ``runs`` fresh durable sessions need, and nothing else.
+
+    By default the three files a fresh session leaves behind: ``sessions/<id>.jsonl`` (made
+    with its header line), its write lock ``<id>.jsonl.runtime.lock`` and the session lane's
+    lock ``lanes/<hash>.json.lock``. With ``every_operation`` also the transient ones a run
+    makes: the header first written to a temporary file and linked into place (a create that
+    never clobbers), the lane record created and removed, the live-run owner file written and
+    removed, and the turn appended to the session file. Plain ``os`` calls on the same disk
+    as the runtime's ``state_dir``: what durability and cross-process safety cost at least.
+    """
+    sessions, lanes, live = root / "sessions", root / "lanes", root / "live"
+    for folder in (sessions, lanes, live):
+        folder.mkdir(parents=True, exist_ok=True)
+    header = b'{"type":"session","version":3}\n'
+    record = b'{"lane":"session:x","holders":[]}'
+    turn = b'{"type":"message"}\n' * 2
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    lock = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    ids = [uuid.uuid4().hex for _ in range(runs)]
+    cpu = time.process_time()
+    for session_id in ids:
+        lane = str(lanes / f"{session_id}.json")
+        os.close(os.open(lane + ".lock", lock, 0o600))
+        if every_operation:
+            fd = os.open(lane, create, 0o600)
+            os.write(fd, record)
+            os.close(fd)
+        path = str(sessions / f"{session_id}.jsonl")
+        if every_operation:
+            tmp = path + ".create.tmp"
+            fd = os.open(tmp, create, 0o600)
+            os.write(fd, header)
+            os.close(fd)
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            fd = os.open(path, create, 0o600)
+            os.write(fd, header)
+            os.close(fd)
+        os.close(os.open(path + ".runtime.lock", lock, 0o666))
+        if every_operation:
+            owner = str(live / f"{session_id}.owner")
+            fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+            os.write(fd, record)
+            os.close(fd)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            os.write(fd, turn)
+            os.close(fd)
+            os.unlink(owner)
+            os.unlink(lane)
+    return time.process_time() - cpu
+
+
 async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False) -> None:
     runs = 200 if quick else 1_000
     rounds = 1 if quick else 3
@@ -937,11 +994,16 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
     ours_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
     ours_wall: dict[str, list[float]] = {mode: [] for mode in modes}
     base_cpu, base_wall = [], []
-    for _ in range(rounds):
+    floor_cpu: dict[bool, list[float]] = {False: [], True: []}
+    for round_no in range(rounds):
         cpu, wall, results = await measure(direct_batch)
         assert len(results) == runs
         base_cpu.append(cpu)
         base_wall.append(wall)
+        if "durable" in modes:
+            for every in (False, True):
+                floor_dir = tmp / f"p3-floor-{round_no}-{int(every)}"
+                floor_cpu[every].append(file_creation_floor(floor_dir, runs, every_operation=every))
         for mode, runtime in runtimes.items():
             cpu, wall, results = await measure(ours_batch(runtime))
             assert len(results) == runs and all(r.ok for r in results)
@@ -986,6 +1048,16 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
             f"{per_run[mode] / 0.01:.1%} of the 10 ms model call (target ≤ 5 %); "
             f"{sequential} of the same runs one at a time: {fmt_us(seq_per_run[mode])} "
             f"= {seq_per_run[mode] / 0.01:.1%}"
+        )
+    if "durable" in modes:
+        three, every = (median(floor_cpu[False]) / runs, median(floor_cpu[True]) / runs)
+        print(
+            f"  file-creation floor: {fmt_us(three)} = {three / 0.01:.1%} of the 10 ms model "
+            f"call (the 3 files a fresh durable session leaves: session file, its lock, the "
+            f"lane lock; {three / per_run['durable']:.0%} of the durable row); every file "
+            f"operation of a fresh durable run (+ temp create/link, lane record, owner file, "
+            f"the turn's append): {fmt_us(every)} = {every / 0.01:.1%} "
+            f"({every / per_run['durable']:.0%} of the durable row)"
         )
     if len(modes) == 2:
         print(

@@ -131,6 +131,7 @@ class Runtime(LiveRunVerbs):
         #: Multiplies the same-model rate-limit backoff (tests and demos shorten it).
         self.retry_backoff_scale = 1.0
         self._repaired: dict[str, tuple[StreamFn, StreamFn]] = {}
+        self._sanitizers: tuple[tuple[Any, int, int], list[Registration[Any]]] | None = None
         #: Unknown models resolved from a known family: requested ref → template ref.
         self.forward_compat: dict[str, str] = {}
         self.closed = False
@@ -281,11 +282,25 @@ class Runtime(LiveRunVerbs):
 
     def transcript_sanitizers(self) -> list[Registration[Any]]:
         """Registered sanitizers in pipeline order, plugins' ones behind the guard (the
-        built-ins stay bare, which keeps the incremental sanitizer's fast path)."""
+        built-ins stay bare, which keeps the incremental sanitizer's fast path).
+
+        Worked out once and handed out again (a fresh list of the same registrations) until
+        the registry changes: every run asks, and the same objects let a session's
+        incremental sanitizer keep its stages from one run to the next."""
+        registry = self.components.transcript_sanitizers
+        key = (registry, len(registry), len(registry.clashes))  # every ``add`` moves one
+        cached = self._sanitizers
+        if cached is None or cached[0] != key:
+            cached = self._sanitizers = (key, self._guarded_sanitizers(registry.ordered()))
+        return list(cached[1])
+
+    def _guarded_sanitizers(
+        self, registrations: list[Registration[Any]]
+    ) -> list[Registration[Any]]:
         from .transcript.sanitize import guard_transcript_sanitizer  # lazy: start-up time
 
         out: list[Registration[Any]] = []
-        for registration in self.components.transcript_sanitizers.ordered():
+        for registration in registrations:
             plugin = registration.plugin
             if plugin is None or plugin.startswith(BUILTIN_PLUGIN_PREFIX):
                 out.append(registration)

@@ -102,7 +102,23 @@ class FaultSink(Protocol):
 
 FaultListener = Callable[[PluginFault], None]
 
-_LISTENER: contextvars.ContextVar[FaultListener | None] = contextvars.ContextVar(
+class _FaultRelay:
+    """What the context variable holds: the scope's listener until the scope ends.
+
+    Copies of a context outlive the block that set them (asyncio keeps a cancelled timer's
+    handle, and its context, until the timer's due time: every deadline a run's cancel scopes
+    set), so the variable must not hold the listener itself: a bound method of a run would
+    keep the finished run, its session and its messages alive for as long. The scope cuts
+    the relay loose when it ends; a fault raised later in a task that outlived the scope
+    goes nowhere, as it would with no scope."""
+
+    __slots__ = ("listener",)
+
+    def __init__(self, listener: FaultListener) -> None:
+        self.listener: FaultListener | None = listener
+
+
+_LISTENER: contextvars.ContextVar[_FaultRelay | None] = contextvars.ContextVar(
     "openclaw_runtime_plugin_fault_listener", default=None
 )
 
@@ -112,12 +128,15 @@ def fault_scope(listener: FaultListener) -> Iterator[None]:
     """Send the faults raised in this context (and the tasks it starts) to ``listener``.
 
     A run opens one around its whole life, so a fault in a stream repairer or an observer
-    deep inside the agent loop still lands on that run's events and result.
+    deep inside the agent loop still lands on that run's events and result. When the block
+    ends, the listener is dropped (``_FaultRelay``): nothing left over keeps it alive.
     """
-    token = _LISTENER.set(listener)
+    relay = _FaultRelay(listener)
+    token = _LISTENER.set(relay)
     try:
         yield
     finally:
+        relay.listener = None
         _LISTENER.reset(token)
 
 
@@ -228,7 +247,8 @@ class PluginGuard:
                 self.sink.add(fault)
             except Exception:  # the record is best effort; the run must not notice
                 logger.warning("could not persist the plugin fault record", exc_info=True)
-        listener = _LISTENER.get()
+        relay = _LISTENER.get()
+        listener = None if relay is None else relay.listener
         if listener is not None:
             try:
                 listener(fault)

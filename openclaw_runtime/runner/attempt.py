@@ -18,6 +18,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -61,6 +62,7 @@ from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from .attempt_input import AttemptInputPlan
+from .attempt_timer import arm_attempt_timer
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
 from .projection_memo import session_projection_memo
@@ -394,7 +396,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
             max_tokens=spec.max_tokens,
         ),
     )
-    install_tool_result_context_guard(
+    context_guard = install_tool_result_context_guard(
         config,
         memo=session_projection_memo(session),
         context_window_tokens=spec.context_window,
@@ -424,10 +426,16 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     context = AgentContext(system_prompt, history, list(spec.tools))
     # inline <think>/<final> tags become thinking blocks before anything sees the text
     stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
+    disarm: Callable[[], None] | None = None
     try:
         async with anyio.create_task_group() as timers:
-            if spec.timeout_s:
-                timers.start_soon(_attempt_timer, spec.timeout_s, controller, state)
+            disarm = (
+                arm_attempt_timer(
+                    timers, spec.timeout_s, partial(_time_out, spec.timeout_s, controller, state)
+                )
+                if spec.timeout_s
+                else None
+            )
             if spec.plan.mode == "prompt":
                 content: Any = spec.plan.prompt or ""
                 if spec.images:
@@ -454,8 +462,13 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
                 )
             timers.cancel_scope.cancel()
     finally:
+        if disarm is not None:
+            disarm()
         if unlink is not None:
             unlink()
+        # the guard and the config point at each other: a cycle that would keep this run
+        # (its callbacks, its session) alive until the next cyclic GC
+        context_guard.uninstall()
         with anyio.CancelScope(shield=True):
             await session.flush()
 
@@ -496,8 +509,8 @@ class _AttemptState:
     timed_out_during_tools: bool = False
 
 
-async def _attempt_timer(seconds: float, controller: AbortController, state: _AttemptState) -> None:
-    await anyio.sleep(seconds)
+def _time_out(seconds: float, controller: AbortController, state: _AttemptState) -> None:
+    """The attempt ran out of its time (``attempt_timer``)."""
     state.timed_out = True
     state.timed_out_during_tools = state.active_tools > 0
     controller.abort(AttemptTimeout(seconds))

@@ -85,6 +85,8 @@ _POLL_FIRST_S = 0.005
 _POLL_MAX_S = 0.1
 #: How long one step waits for the record's file lock before trying again later.
 _LOCK_WAIT_S = 1.0
+#: Lanes whose record path ``FileLaneStore.path`` remembers (then it starts over).
+_PATH_MEMO_SIZE = 4096
 
 
 def _lane_file_name(lane: str) -> str:
@@ -140,10 +142,19 @@ class FileLaneStore:
         self.pid_alive = pid_alive
         self.clock = clock
         self._ready = False
+        #: lane → record path: a run asks for its session lane's at the grant, at each beat
+        #: and at the release (a SHA-256 and a path join each time); forgotten at the release
+        self._paths: dict[str, Path] = {}
 
     def path(self, lane: str) -> Path:
         """The record of ``lane`` (its lock is ``<path>.lock``)."""
-        return self.directory / _lane_file_name(lane)
+        paths = self._paths
+        known = paths.get(lane)
+        if known is None:
+            if len(paths) >= _PATH_MEMO_SIZE:
+                paths.clear()
+            known = paths[lane] = self.directory / _lane_file_name(lane)
+        return known
 
     def _lock(self, path: Path, timeout: float) -> FlockLock:
         return FlockLock(f"{path}.lock", timeout=timeout, mode=0o600)
@@ -227,9 +238,10 @@ class FileLaneStore:
             with self._lock(path, lock_wait_s):
                 before = self._read(path)
                 self._write(path, lane, before, release_file_lane(before, claim_id))
-                return True
         except filelock.Timeout:
             return False
+        self._paths.pop(lane, None)  # remembered while held: a fresh session's lane is done
+        return True
 
 
 @dataclass

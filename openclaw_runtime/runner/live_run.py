@@ -11,12 +11,12 @@ run's last drain are logged (count only) and dropped; the run had already answer
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import anyio
 
@@ -26,9 +26,11 @@ from .live import LiveRunHandle
 from .live_follow import keep_inbox_alive, live_inbox_of
 
 if TYPE_CHECKING:
+    from ..abort import AbortSignal
+    from .request import RunRequest
     from .run_state import RunState
 
-__all__ = ["live_inbox_of", "live_run_scope"]
+__all__ = ["is_inbox_lease", "live_inbox_of", "live_run_scope", "with_abort_signal"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live"))
 
@@ -45,7 +47,7 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
         follow_up_mode=agent.follow_up_mode,
         abort_signal=run.request.abort_signal,
     )
-    run.request = dataclasses.replace(run.request, abort_signal=handle.signal)
+    run.request = with_abort_signal(run.request, handle.signal)
     run.live = handle
     registry = run.services.live_runs
     inbox = live_inbox_of(run.services.steering_store)
@@ -85,10 +87,28 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 )
 
 
+def with_abort_signal(request: RunRequest, signal: AbortSignal) -> RunRequest:
+    """A copy of ``request`` with ``abort_signal`` set (the caller's request is not changed).
+
+    What ``dataclasses.replace`` gives, without building the request again: its
+    ``__post_init__`` only checks and fills in fields of a request that already passed it,
+    and the signal is not among the fields it looks at."""
+    copied = copy.copy(request)
+    copied.abort_signal = signal
+    return copied
+
+
+def is_inbox_lease(inbox: object) -> TypeGuard[LiveInboxLease]:
+    """``isinstance(inbox, LiveInboxLease)`` without the protocol check's walk over the
+    protocol's members (≈ 70 µs a run): the same test, member by member, as the runtime
+    check makes (``renew_every_s`` present, ``renew`` present and not None)."""
+    return hasattr(inbox, "renew_every_s") and getattr(inbox, "renew", None) is not None
+
+
 @asynccontextmanager
 async def _renewing(handle: LiveRunHandle, inbox: LiveInbox | None) -> AsyncIterator[None]:
     """Renew a leased inbox in the background for the block (nothing for other inboxes)."""
-    if inbox is None or handle.remote is None or not isinstance(inbox, LiveInboxLease):
+    if inbox is None or handle.remote is None or not is_inbox_lease(inbox):
         yield
         return
     try:
