@@ -99,6 +99,19 @@ def openai_config(
     }
 
 
+def mock_openai_config(state_dir: Path, server: Any, **agent: Any) -> dict[str, Any]:
+    """``openai_config`` for the usual test server: provider ``mock``, one model ``main``
+    (64k context), one key ``key-a``; ``agent`` adds agent settings."""
+    return openai_config(
+        state_dir,
+        server.base_url,
+        provider="mock",
+        models={"main": 64_000},
+        keys=["key-a"],
+        **agent,
+    )
+
+
 # --------------------------------------------------------------------------- the probe
 
 

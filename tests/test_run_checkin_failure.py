@@ -20,7 +20,7 @@ from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.events import Event
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript.store import JsonlSessionStore
-from tests.run_support import openai_config
+from tests.run_support import mock_openai_config
 
 pytestmark = pytest.mark.anyio
 
@@ -72,12 +72,9 @@ def server() -> Iterator[FaultInjectingOpenAIServer]:
 
 
 def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: StorePlugin) -> Any:
-    config = openai_config(
+    config = mock_openai_config(
         tmp_path / "state",
-        server.base_url,
-        provider="mock",
-        models={"main": 64_000},
-        keys=["key-a"],
+        server,
         timeout_seconds=20,
     )
     config["backends"] = {"session_store": "flush-failing"}

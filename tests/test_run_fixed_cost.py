@@ -39,7 +39,7 @@ from openclaw_runtime.runner.live_inbox import FileLiveInbox
 from openclaw_runtime.runner.live_run import is_inbox_lease, with_abort_signal
 from openclaw_runtime.runner.request import RunRequest
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
-from tests.run_support import openai_config
+from tests.run_support import mock_openai_config
 from tests.test_run_recovery import Recorder
 
 # --------------------------------------------------------------------------- sanitizers
@@ -302,12 +302,9 @@ async def test_an_attempt_that_runs_out_during_a_tool_says_so(tmp_path: Path, me
     slow = tool(name="get_weather", description="The weather.")(stuck.__call__)
     with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as server:
         server.enqueue(Reply(tool_calls=[("get_weather", {"city": "Paris"})], model="main"))
-        config = openai_config(
+        config = mock_openai_config(
             tmp_path / "state",
-            server.base_url,
-            provider="mock",
-            models={"main": 64_000},
-            keys=["key-a"],
+            server,
         )
         runtime = Runtime(config, memory=memory, load_entrypoints=False)
         recorder = Recorder()

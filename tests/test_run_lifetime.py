@@ -31,7 +31,7 @@ from openclaw_runtime.agent import tool
 from openclaw_runtime.containment import PluginGuard, fault_scope
 from openclaw_runtime.runner import run as run_module
 from openclaw_runtime.testing.openai_server import Fault, FaultInjectingOpenAIServer, Reply
-from tests.run_support import openai_config
+from tests.run_support import mock_openai_config
 
 
 @pytest.fixture
@@ -105,12 +105,9 @@ async def test_a_finished_run_and_its_session_are_freed_without_the_cyclic_gc(
     memory: bool,
     scenario: str,
 ) -> None:
-    config = openai_config(
+    config = mock_openai_config(
         tmp_path / "state",
-        server.base_url,
-        provider="mock",
-        models={"main": 64_000},
-        keys=["key-a"],
+        server,
         timeout_seconds=30,
     )
     runtime = Runtime(config, memory=memory, load_entrypoints=False)
@@ -141,12 +138,9 @@ async def test_a_kept_open_session_outlives_its_run_but_the_run_does_not(
 ) -> None:
     """The default: the session stays open for its next turn (the runtime holds it), the run
     that used it is gone."""
-    config = openai_config(
+    config = mock_openai_config(
         tmp_path / "state",
-        server.base_url,
-        provider="mock",
-        models={"main": 64_000},
-        keys=["key-a"],
+        server,
     )
     runtime = Runtime(config, memory=memory, load_entrypoints=False)
     try:

@@ -25,7 +25,7 @@ from openclaw_runtime.runner.steering_ack import (
 )
 from openclaw_runtime.runner.steering_store import InMemorySteeringStore
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
-from tests.run_support import openai_config
+from tests.run_support import mock_openai_config
 
 ANSWER = "The release is on 2026-12-24, as the sub-agent found."
 
@@ -61,12 +61,9 @@ def server() -> Iterator[FaultInjectingOpenAIServer]:
 
 
 def make_runtime(tmp_path: Path, server: FaultInjectingOpenAIServer, plugin: Any) -> Runtime:
-    config = openai_config(
+    config = mock_openai_config(
         tmp_path / "state",
-        server.base_url,
-        provider="mock",
-        models={"main": 64_000},
-        keys=["key-a"],
+        server,
         timeout_seconds=20,
     )
     config["backends"] = {"steering_store": "flaky-ack"}

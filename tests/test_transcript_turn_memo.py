@@ -27,7 +27,7 @@ from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.replay import validate_replay_turns
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
 from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
-from tests.run_support import openai_config
+from tests.run_support import mock_openai_config
 from tests.test_transcript_incremental import dumped
 from tests.test_transcript_loop_tail import SHAPES, Loop
 
@@ -161,12 +161,9 @@ async def test_a_tool_loop_over_http_validates_through_the_memo(
     """openai-completions validates turns (strict alternation): a loop of six calls runs the
     full validation only until the memo holds a history ending with results."""
     full = Counting(monkeypatch)
-    config = openai_config(
+    config = mock_openai_config(
         tmp_path / "state",
-        server.base_url,
-        provider="mock",
-        models={"main": 64_000},
-        keys=["key-a"],
+        server,
     )
     runtime = Runtime(config, load_entrypoints=False)
     calls = 6
