@@ -109,9 +109,7 @@ async def test_a_timeout_while_a_tool_runs_is_a_tool_execution_timeout(
     # no rotation, no fallback: one attempt, one request, the first profile and model
     (attempt_end,) = log.of("attempt_end")
     assert attempt_end.timed_out and attempt_end.timeout_phase == "tool_execution"
-    assert [(d.action, d.reason) for d in log.of("attempt_decision")] == [
-        ("continue_normal", None)
-    ]
+    assert [(d.action, d.reason) for d in log.of("attempt_decision")] == [("continue_normal", None)]
     assert not log.has("profile_rotated") and not log.has("retry_scheduled")
     assert [r.model for r in server.requests] == ["m1"]
     assert (result.model, result.auth_profile_id, result.attempts) == ("m1", f"{PROVIDER}:p0", 1)
