@@ -23,7 +23,9 @@ import pytest
 
 from openclaw_runtime import Runtime
 from openclaw_runtime.agent import tool
+from openclaw_runtime.commands.timeline import describe_event
 from openclaw_runtime.failover import AttemptTerminal, resolve_run_failover_decision
+from openclaw_runtime.runner.events import AttemptEnd
 from openclaw_runtime.runner.outcome import build_agent_run_terminal_outcome
 from openclaw_runtime.runner.timeout_phase import (
     attempt_timeout_phase,
@@ -282,3 +284,28 @@ def test_run_outcome_by_timeout_phase(
     )
     assert outcome.reason == reason
     assert {k: v for k, v in outcome.to_dict().items() if k != "livenessState"} == to_dict
+
+
+@pytest.mark.parametrize(
+    ("phase", "idle", "line"),
+    [
+        ("tool_execution", False, "✗ attempt 1 timed out after 2.0 s while a tool ran"),
+        ("prompt", False, "✗ attempt 1 timed out after 2.0 s"),
+        (None, False, "✗ attempt 1 timed out after 2.0 s"),
+        ("prompt", True, "✗ attempt 1 went idle after 2.0 s"),
+        ("tool_execution", True, "✗ attempt 1 went idle after 2.0 s"),
+    ],
+)
+def test_the_timeline_says_a_tool_ran_out_the_time(phase: Any, idle: bool, line: str) -> None:
+    event = AttemptEnd(
+        attempt=1,
+        provider=PROVIDER,
+        model="m1",
+        auth_profile_id=None,
+        stop_reason="aborted",
+        duration_ms=2000.0,
+        timed_out=True,
+        idle_timed_out=idle,
+        timeout_phase=phase,
+    )
+    assert describe_event(event) == line
