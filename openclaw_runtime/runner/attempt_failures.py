@@ -167,8 +167,10 @@ class FailureRecovery(CandidateLoopBase):
             "timeout" if outcome.timed_out else "error",
             assistant=assistant,
             timed_out=outcome.timed_out,
+            # an idle timeout is model silence: the run's outcome keeps the provider phase
             timeout_phase=attempt_timeout_phase(
                 timed_out_during_tool_execution=outcome.timed_out_during_tool_execution
+                and not outcome.idle_timed_out
             )
             if outcome.timed_out
             else None,
