@@ -185,6 +185,43 @@ def assistant(terminal=None, **overrides):
             ),
             decision("continue_normal"),
         ),
+        # what the runner passes after a tool ran out the attempt's time: the aborted turn's
+        # "timed out" text classifies as a timeout failure, and still nothing rotates
+        (
+            assistant(
+                {
+                    "kind": "timeout",
+                    "phase": "tool_execution",
+                    "source": "runtime",
+                    "aborted": True,
+                },
+                failoverFailure=True,
+                failoverReason="timeout",
+            ),
+            decision("continue_normal"),
+        ),
+        (
+            assistant(
+                {
+                    "kind": "timeout",
+                    "phase": "tool_execution",
+                    "source": "runtime",
+                    "aborted": True,
+                },
+                failoverFailure=True,
+                failoverReason="timeout",
+                profileRotated=True,
+            ),
+            decision("continue_normal"),
+        ),
+        (
+            assistant(
+                {"kind": "timeout", "phase": "prompt", "source": "runtime", "aborted": True},
+                failoverFailure=True,
+                failoverReason="timeout",
+            ),
+            decision("rotate_profile", "timeout"),
+        ),
         (
             assistant(failoverFailure=True, failoverReason="timeout", profileRotated=True),
             decision("fallback_model", "timeout"),

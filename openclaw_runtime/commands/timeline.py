@@ -109,7 +109,12 @@ def _attempt_start(e: Any) -> str:
 def _attempt_end(e: Any) -> str | None:
     if e.timed_out:
         kind = "went idle" if e.idle_timed_out else "timed out"
-        return f"✗ attempt {e.attempt} {kind} after {e.duration_ms / 1000:.1f} s"
+        during = (
+            " while a tool ran"
+            if not e.idle_timed_out and getattr(e, "timeout_phase", None) == "tool_execution"
+            else ""
+        )
+        return f"✗ attempt {e.attempt} {kind} after {e.duration_ms / 1000:.1f} s{during}"
     if e.stop_reason != "error" and e.error is None:
         return None
     error = _error(e.error)

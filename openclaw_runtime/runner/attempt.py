@@ -86,9 +86,12 @@ IDLE_TIMEOUT_PREFIX = "Stream idle timeout"
 class AttemptTimeout(TimeoutError):
     """The attempt ran past its timeout (the reason recorded on the aborted turn)."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"LLM request timed out after {seconds:g}s (attempt timeout)")
+    def __init__(self, seconds: float, *, during_tool_execution: bool = False) -> None:
+        # a slow tool is not a slow model: say which one ran out the attempt's time
+        what = "Tool execution" if during_tool_execution else "LLM request"
+        super().__init__(f"{what} timed out after {seconds:g}s (attempt timeout)")
         self.seconds = seconds
+        self.during_tool_execution = during_tool_execution
 
 
 def is_idle_timeout_message(text: str | None) -> bool:
@@ -476,7 +479,9 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     outcome.facts = collect_attempt_facts(new)
     outcome.timed_out = state.timed_out
     if state.timed_out and spec.timeout_s:
-        outcome.timeout_message = str(AttemptTimeout(spec.timeout_s))
+        outcome.timeout_message = str(
+            AttemptTimeout(spec.timeout_s, during_tool_execution=state.timed_out_during_tools)
+        )
     outcome.timed_out_during_tool_execution = state.timed_out_during_tools
     outcome.externally_aborted = run_signal is not None and run_signal.aborted
     assistant = outcome.facts.assistant
@@ -513,7 +518,7 @@ def _time_out(seconds: float, controller: AbortController, state: _AttemptState)
     """The attempt ran out of its time (``attempt_timer``)."""
     state.timed_out = True
     state.timed_out_during_tools = state.active_tools > 0
-    controller.abort(AttemptTimeout(seconds))
+    controller.abort(AttemptTimeout(seconds, during_tool_execution=state.timed_out_during_tools))
 
 
 def _prompt_tokens_of(facts: AttemptFacts) -> int | None:

@@ -46,6 +46,7 @@ from .thinking_recovery import (
     is_thinking_signature_rejection,
     strip_thinking_in_run_session,
 )
+from .timeout_phase import attempt_timeout_phase, timed_out_attempt_terminal
 
 __all__ = ["FailureRecovery"]
 
@@ -153,13 +154,26 @@ class FailureRecovery(CandidateLoopBase):
             )
             return RETRY
         await self.decide(
-            attempt_no, decision.action, decision.reason, "no recovery applies: surfacing the error"
+            attempt_no,
+            decision.action,
+            decision.reason,
+            "a tool ran past the attempt's timeout; another profile or model would not make it "
+            "faster: ending on the timeout"
+            if outcome.timed_out_during_tool_execution and not outcome.idle_timed_out
+            else "no recovery applies: surfacing the error",
         )
         kind = provider_error_kind(failure.error_text, timed_out=outcome.timed_out)
         return self.result(
             "timeout" if outcome.timed_out else "error",
             assistant=assistant,
             timed_out=outcome.timed_out,
+            # an idle timeout is model silence: the run's outcome keeps the provider phase
+            timeout_phase=attempt_timeout_phase(
+                timed_out_during_tool_execution=outcome.timed_out_during_tool_execution
+                and not outcome.idle_timed_out
+            )
+            if outcome.timed_out
+            else None,
             error=RunErrorInfo(
                 kind,
                 redact_secret_text(failure.error_text or "the model call failed"),
@@ -257,10 +271,9 @@ class FailureRecovery(CandidateLoopBase):
 
 def _terminal_of(outcome: AttemptOutcome, assistant: AssistantMessage) -> AttemptTerminal:
     if outcome.timed_out:
-        return AttemptTerminal(
-            kind="timeout",
-            phase="tool_execution" if outcome.timed_out_during_tool_execution else "prompt",
-            source="idle" if outcome.idle_timed_out else "runtime",
+        return timed_out_attempt_terminal(
+            timed_out_during_tool_execution=outcome.timed_out_during_tool_execution,
+            idle_timed_out=outcome.idle_timed_out,
         )
     if assistant.stop_reason == "aborted":
         return AttemptTerminal(kind="aborted", source="runtime")

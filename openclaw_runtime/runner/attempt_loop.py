@@ -57,6 +57,7 @@ from .retry_limit import (
     format_retry_limit_message,
 )
 from .run_result import success_payloads
+from .timeout_phase import attempt_timeout_phase
 
 __all__ = ["ModelAttemptLoop"]
 
@@ -218,6 +219,11 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                     timed_out=outcome.timed_out,
                     idle_timed_out=outcome.idle_timed_out,
                     compactions=outcome.compactions,
+                    timeout_phase=attempt_timeout_phase(
+                        timed_out_during_tool_execution=outcome.timed_out_during_tool_execution
+                    )
+                    if outcome.timed_out
+                    else None,
                 )
             )
         if outcome.externally_aborted:

@@ -16,6 +16,7 @@ from ..llm import Model
 from ..messages import AssistantMessage
 from .reply_payload import ReplyPayload
 from .request import RunErrorInfo
+from .timeout_phase import AttemptTimeoutPhase
 
 __all__ = ["CandidateResult", "RetryCounters", "RunFailoverError"]
 
@@ -33,6 +34,8 @@ class CandidateResult:
     incomplete_text: str | None = None
     harness_classification: str | None = None
     timed_out: bool = False
+    #: where a timed-out attempt's timeout struck: ``prompt`` or ``tool_execution``
+    timeout_phase: AttemptTimeoutPhase | None = None
     liveness_state: str | None = None
     #: an ``incomplete_text`` turn another model may redo: nothing with side effects ran
     fallback_safe: bool = False

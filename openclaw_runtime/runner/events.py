@@ -121,6 +121,8 @@ class AttemptEnd(Event):
     timed_out: bool = False
     idle_timed_out: bool = False
     compactions: int = 0
+    #: where a timeout struck: ``prompt`` (the model) or ``tool_execution`` (a tool ran)
+    timeout_phase: str | None = None
 
 
 @dataclass(slots=True)

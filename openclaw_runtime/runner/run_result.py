@@ -42,6 +42,7 @@ from .reply_stream import verbose_mode_for, verbose_tool_metas
 from .request import RunErrorInfo, RunResult
 from .run_error import INCOMPLETE_TURN_ERROR_KIND, describe_unfinished_turn, failed_run_error
 from .run_state import RunState
+from .timeout_phase import run_timeout_fields
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
 
@@ -192,15 +193,26 @@ def result_from_candidate(run: RunState, result: CandidateResult) -> RunResult:
     else:
         payloads = [ReplyPayload(text=text or "The run failed.", is_error=True)]
     status = "timeout" if result.status == "timeout" else "error"
+    timeout = (
+        run_timeout_fields(result.timeout_phase, timed_out=result.timed_out)
+        if status == "timeout"
+        else None
+    )
     return final_result(
         run,
         status=status,
         error=result.error,
         payloads=payloads,
-        stop_reason="aborted" if result.status == "aborted" else None,
-        liveness_state=result.liveness_state or ("blocked" if result.status != "aborted" else None),
-        timeout_phase="provider" if status == "timeout" else None,
-        provider_started=result.timed_out or None,
+        stop_reason="aborted"
+        if result.status == "aborted"
+        else (timeout.stop_reason if timeout is not None else None),
+        liveness_state=None
+        if timeout is not None and not timeout.liveness_applies
+        else result.liveness_state or ("blocked" if result.status != "aborted" else None),
+        timeout_phase=None if timeout is None else timeout.timeout_phase,
+        provider_started=(result.timed_out or None)
+        if timeout is None
+        else timeout.provider_started,
         model=result.model,
         auth_profile_id=result.auth_profile_id,
     )
