@@ -35,6 +35,9 @@ the expected messages), so a retry or a failure cannot pass for speed.
 ``--mode memory`` (or ``both``, interleaved with the default) runs our side of parts 1 and 3
 on a ``Runtime(memory=True)`` too: every backend in this process, nothing written (part 1 then
 measures a fresh session and a 10-message session kept open; the "cold" side needs a file).
+Part 3 also measures the **kernel floor**: the same batch on the bare agent loop
+(``agent.loop.run_agent_loop``, no session, lanes, guard or recovery), what no run can cost
+less than.
 ``--profile`` adds a cProfile (CPU clock) of one concurrent batch of part 3 per mode.
 
 Run:  .venv/bin/python benchmarks/agent_turn.py [--quick] [--part 1 2 3]
@@ -65,7 +68,9 @@ import anyio
 import anyio.to_thread
 
 from openclaw_runtime import Runtime, hookimpl, tool
-from openclaw_runtime.events import AssistantMessageEventStream, Done
+from openclaw_runtime.agent.loop import run_agent_loop
+from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
+from openclaw_runtime.events import AgentEvent, AssistantMessageEventStream, Done
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import (
     AssistantMessage,
@@ -979,6 +984,30 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
                 tg.start_soon(one)
         return results
 
+    kernel_config = AgentLoopConfig(model=model)
+
+    async def ignore(event: AgentEvent) -> None:
+        return None
+
+    async def kernel_batch() -> list[Any]:
+        """The bare kernel running the same turn: no session, lanes, guard or recovery."""
+        results: list[Any] = []
+
+        async def one() -> None:
+            new = await run_agent_loop(
+                [UserMessage(content=PROMPT)],
+                AgentContext("", [], []),
+                kernel_config,
+                ignore,
+                stream_fn=sleeping_stream,
+            )
+            results.append(new[-1])
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(one)
+        return results
+
     async def measure(batch: Callable[[], Awaitable[list[Any]]]) -> tuple[float, float, list[Any]]:
         gc.collect()
         cpu, wall = time.process_time(), time.perf_counter()
@@ -987,6 +1016,8 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
 
     # warm-up, then validation of one batch of each
     await measure(direct_batch)
+    _, _, answers = await measure(kernel_batch)
+    assert all(a.stop_reason == "stop" for a in answers), "a kernel warm-up run failed"
     for runtime in runtimes.values():
         _, _, warm = await measure(ours_batch(runtime))
         assert all(r.ok and r.text == ANSWER_TEXT for r in warm), "a warm-up run failed"
@@ -994,12 +1025,14 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
     ours_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
     ours_wall: dict[str, list[float]] = {mode: [] for mode in modes}
     base_cpu, base_wall = [], []
+    kernel_cpu: list[float] = []
     floor_cpu: dict[bool, list[float]] = {False: [], True: []}
     for round_no in range(rounds):
         cpu, wall, results = await measure(direct_batch)
         assert len(results) == runs
         base_cpu.append(cpu)
         base_wall.append(wall)
+        kernel_cpu.append((await measure(kernel_batch))[0])
         if "durable" in modes:
             for every in (False, True):
                 floor_dir = tmp / f"p3-floor-{round_no}-{int(every)}"
@@ -1049,6 +1082,11 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
             f"{sequential} of the same runs one at a time: {fmt_us(seq_per_run[mode])} "
             f"= {seq_per_run[mode] / 0.01:.1%}"
         )
+    kernel = (median(kernel_cpu) - median(base_cpu)) / runs
+    print(
+        f"  kernel floor (the bare agent loop running the same turn, no runtime around it): "
+        f"{fmt_us(kernel)} = {kernel / 0.01:.1%} of the 10 ms model call"
+    )
     if "durable" in modes:
         three, every = (median(floor_cpu[False]) / runs, median(floor_cpu[True]) / runs)
         print(
