@@ -91,7 +91,11 @@ class WireModel(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready dict in OpenClaw's wire format."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        # model_dump's own arguments, straight to its serializer (every recorded message
+        # is dumped once: the wrapper's keyword forwarding was a fifth of the cost)
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
     def to_json(self) -> str:
         """Compact JSON in OpenClaw's wire format."""

@@ -38,6 +38,7 @@ __all__ = [
     "generate_entry_id",
     "is_side_append",
     "iso_timestamp",
+    "iso_timestamp_slow",
     "leaf_id_update_after_entry",
     "make_header",
     "parse_timestamp_ms",
@@ -77,7 +78,28 @@ class SessionPathError(TranscriptError):
 
 
 def iso_timestamp(now: datetime | None = None) -> str:
-    """``2026-01-01T00:00:00.000Z`` — the timestamp format JavaScript's ``toISOString`` writes."""
+    """``2026-01-01T00:00:00.000Z`` — the timestamp format JavaScript's ``toISOString`` writes.
+
+    Every appended entry is stamped, so the text up to the second is kept for the last second
+    seen (one slot: consecutive appends fall in the same second) and only the milliseconds
+    are formatted per call; ``iso_timestamp_slow`` is the plain formatting it must equal.
+    """
+    moment = now or datetime.now(UTC)
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    key = (moment.second, moment.minute, moment.hour, moment.day, moment.month, moment.year)
+    last_key, prefix = _last_second[0]  # one tuple read: key and text always belong together
+    if last_key != key:
+        prefix = moment.replace(microsecond=0, tzinfo=None).isoformat()
+        _last_second[0] = (key, prefix)  # racing threads at worst format it twice
+    return f"{prefix}.{moment.microsecond // 1000:03d}Z"
+
+
+_last_second: list[tuple[Any, str]] = [(None, "")]
+
+
+def iso_timestamp_slow(now: datetime | None = None) -> str:
+    """What ``iso_timestamp`` gives, formatted in full every call (its reference in tests)."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -272,25 +272,28 @@ class SessionReader:
             parent = entry["id"]
         if parent != self._tree.leaf_id:
             return
-        self._branch_cache = (parent, [*branch, *entries])
+        # both cached lists are this reader's own (reads hand out copies): extended in place,
+        # so an append costs the same at any branch length
+        branch.extend(entries)
+        self._branch_cache = (parent, branch)
         context = cached_context
         if context is None or context[0] != before:
             return
-        if any(entry.get("type") != "message" for entry in entries):
-            return  # state entries (model, tools, compaction) rebuild the context
-        added = [self._cached_message(entry) for entry in entries]
+        for entry in entries:
+            if entry.get("type") != "message":
+                return  # state entries (model, tools, compaction) rebuild the context
         previous = context[1]
+        messages = previous.messages
         model = previous.model
         for entry in entries:
+            added = self._cached_message(entry)
+            if added is not None:
+                messages.append(added)
             message = entry["message"]
             if message.get("role") == "assistant":
                 model = ModelRef(str(message.get("provider")), str(message.get("model")))
-        self._context_cache = (
-            parent,
-            SessionContext(
-                [*previous.messages, *(m for m in added if m is not None)],
-                previous.thinking_level,
-                model,
-                previous.active_tool_names,
-            ),
-        )
+        if model is not previous.model:
+            previous = SessionContext(
+                messages, previous.thinking_level, model, previous.active_tool_names
+            )
+        self._context_cache = (parent, previous)
