@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -20,22 +20,10 @@ import pytest
 from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.containment import PluginGuard
 from openclaw_runtime.events import (
-    Done,
-    Error,
-    Start,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     to_jsonable,
 )
 from openclaw_runtime.llm import Context, StreamOptions, Tool
-from openclaw_runtime.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from openclaw_runtime.messages import ToolCall
 from openclaw_runtime.repair import PlainTextToolCallRepairer, apply_stream_repairers
 from openclaw_runtime.repair.compose import (
     GuardedToolCallFormat,
@@ -43,6 +31,7 @@ from openclaw_runtime.repair.compose import (
     is_builtin_plugin,
 )
 from openclaw_runtime.testing import fake_model
+from tests.stream_support import provider_events
 
 pytestmark = pytest.mark.anyio
 
@@ -50,61 +39,24 @@ CONTEXT = Context(tools=[Tool("read", "read a file"), Tool("write", "write a fil
 READ_A = '[read]\n{"path":"a"}\n[/read]'
 
 
-def _events(*blocks: Any, reason: str | None = "stop", error: str | None = None) -> Iterator[Any]:
-    """A provider's stream of ``("text", [chunks])``, ``("thinking", [chunks])`` or
-    ``("call", ToolCall)`` blocks into one partial message, then ``done`` or ``error``
-    (``reason=None``: no terminal event at all)."""
-    message = AssistantMessage(api="fake", provider="fake", model="m")
-    yield Start(message)
-    for index, (kind, value) in enumerate(blocks):
-        if kind == "text":
-            block = TextContent(text="")
-            message.content.append(block)
-            yield TextStart(index, message)
-            for chunk in value:
-                block.text += chunk
-                yield TextDelta(index, chunk, message)
-            yield TextEnd(index, block.text, message)
-        elif kind == "thinking":
-            thought = ThinkingContent(thinking="")
-            message.content.append(thought)
-            yield ThinkingStart(index, message)
-            for chunk in value:
-                thought.thinking += chunk
-                yield ThinkingDelta(index, chunk, message)
-            yield ThinkingEnd(index, thought.thinking, message)
-        else:
-            message.content.append(value)
-            yield ToolCallStart(index, message)
-            yield ToolCallDelta(index, "{}", message)
-            yield ToolCallEnd(index, value, message)
-    if error is not None:
-        message.stop_reason = "error"
-        message.error_message = error
-        yield Error("error", message)
-    elif reason is not None:
-        message.stop_reason = reason  # type: ignore[assignment]
-        yield Done(reason, message)  # type: ignore[arg-type]
-
-
 class ProviderFailure(RuntimeError):
     pass
 
 
 STREAMS: dict[str, Any] = {
-    "plain text": lambda: _events(("text", ["Hello ", "world"])),
-    "promoted call": lambda: _events(("text", [READ_A[:7], READ_A[7:]])),
-    "two promoted calls": lambda: _events(("text", [READ_A + "\n" + READ_A])),
-    "call then prose": lambda: _events(("text", [READ_A, " and then some prose"])),
-    "unknown tool": lambda: _events(("text", ['[delete]\n{"path":"a"}\n[/delete]'])),
-    "native call": lambda: _events(
+    "plain text": lambda: provider_events(("text", ["Hello ", "world"])),
+    "promoted call": lambda: provider_events(("text", [READ_A[:7], READ_A[7:]])),
+    "two promoted calls": lambda: provider_events(("text", [READ_A + "\n" + READ_A])),
+    "call then prose": lambda: provider_events(("text", [READ_A, " and then some prose"])),
+    "unknown tool": lambda: provider_events(("text", ['[delete]\n{"path":"a"}\n[/delete]'])),
+    "native call": lambda: provider_events(
         ("call", ToolCall(id="c1", name="read", arguments={"path": "a"})), reason="toolUse"
     ),
-    "thinking and call": lambda: _events(("thinking", ["hmm"]), ("text", [READ_A])),
-    "error": lambda: _events(("text", [READ_A[:5]]), error="boom"),
-    "no done": lambda: _events(("text", [READ_A]), reason=None),
-    "length": lambda: _events(("text", [READ_A]), reason="length"),
-    "empty": lambda: _events(reason="stop"),
+    "thinking and call": lambda: provider_events(("thinking", ["hmm"]), ("text", [READ_A])),
+    "error": lambda: provider_events(("text", [READ_A[:5]]), error="boom"),
+    "no done": lambda: provider_events(("text", [READ_A]), reason=None),
+    "length": lambda: provider_events(("text", [READ_A]), reason="length"),
+    "empty": lambda: provider_events(reason="stop"),
 }
 
 

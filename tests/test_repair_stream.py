@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,23 +11,13 @@ from openclaw_runtime.agent import Agent, tool
 from openclaw_runtime.events import (
     AssistantMessageEventStream,
     Done,
-    Error,
     Start,
     TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
 )
 from openclaw_runtime.llm import Context, StreamOptions, Tool
 from openclaw_runtime.messages import (
     AssistantMessage,
     TextContent,
-    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -42,47 +32,12 @@ from openclaw_runtime.repair import (
 )
 from openclaw_runtime.repair.compose import bind_tool_call_formats
 from openclaw_runtime.testing import EventRecorder, FakeProvider, fake_model, scripted_stream, text
+from tests.stream_support import provider_events
 
 pytestmark = pytest.mark.anyio
 
 MODEL = fake_model()
 CONTEXT = Context(tools=[Tool("read", "read a file"), Tool("write", "write a file")])
-
-
-def provider_events(*blocks, reason: str = "stop", error: str | None = None) -> Iterator:
-    """What a provider streams: ``("text", [chunks])``, ``("thinking", [chunks])`` or
-    ``("call", ToolCall)``, into one mutable partial message, then ``done`` or ``error``."""
-    message = AssistantMessage(api="fake", provider="fake", model="fake-model")
-    yield Start(message)
-    for index, (kind, value) in enumerate(blocks):
-        if kind == "text":
-            block = TextContent(text="")
-            message.content.append(block)
-            yield TextStart(index, message)
-            for chunk in value:
-                block.text += chunk
-                yield TextDelta(index, chunk, message)
-            yield TextEnd(index, block.text, message)
-        elif kind == "thinking":
-            thought = ThinkingContent(thinking="")
-            message.content.append(thought)
-            yield ThinkingStart(index, message)
-            for chunk in value:
-                thought.thinking += chunk
-                yield ThinkingDelta(index, chunk, message)
-            yield ThinkingEnd(index, thought.thinking, message)
-        else:
-            message.content.append(value)
-            yield ToolCallStart(index, message)
-            yield ToolCallDelta(index, "{}", message)
-            yield ToolCallEnd(index, value, message)
-    if error is not None:
-        message.stop_reason = "aborted" if error == "aborted" else "error"
-        message.error_message = error
-        yield Error(message.stop_reason, message)
-        return
-    message.stop_reason = reason
-    yield Done(reason, message)
 
 
 class Recorded:
