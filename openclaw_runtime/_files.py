@@ -44,6 +44,8 @@ __all__ = [
     "load_or_set_aside",
     "remove_stale_temps",
     "set_aside_damaged",
+    "write_all",
+    "write_new_file",
 ]
 
 T = TypeVar("T")
@@ -68,23 +70,34 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(
-    path: Path, content: bytes, mode: int | None, tag: str, *, fsync: bool = True
-) -> Path:
-    temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_new_file(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = False) -> None:
+    """Create ``path`` (``FileExistsError`` if it exists) holding ``data``; a write that fails
+    half-way removes the file again."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         if fsync:
             os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(path)
         raise
     os.close(fd)
+
+
+def _write_temp(
+    path: Path, content: bytes, mode: int | None, tag: str, *, fsync: bool = True
+) -> Path:
+    temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    write_new_file(temp, content, mode=0o600 if mode is None else mode, fsync=fsync)
     if mode is not None:
         os.chmod(temp, mode)
     return temp

@@ -49,6 +49,7 @@ from .._files import (
     atomic_write,
     load_or_set_aside,
     remove_stale_temps,
+    write_new_file,
 )
 from .._flock import FlockLock
 from ..backends.lanes import LaneLease, Priority, is_session_lane
@@ -101,19 +102,9 @@ def create_record(path: Path, data: bytes) -> bool:
     aside as empty — the state before it, since the record did not exist. ``False`` when a
     file is there after all (the caller replaces it atomically instead)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        write_new_file(path, data)
     except FileExistsError:
         return False
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except BaseException:
-        os.close(fd)
-        with suppress(OSError):
-            os.unlink(path)
-        raise
-    os.close(fd)
     return True
 
 

@@ -27,7 +27,7 @@ import filelock
 import orjson
 
 from .._exceptions import TranscriptError
-from .._files import _fsync_dir, _write_temp, atomic_write
+from .._files import _fsync_dir, _write_temp, atomic_write, write_all
 from .._flock import FlockLock
 from ..redaction import contains_secret, redact_bytes, redact_data
 
@@ -266,10 +266,7 @@ def append_bytes(
     flags = os.O_WRONLY | os.O_APPEND
     fd = open_side_file(path, flags | os.O_CREAT) if create else os.open(path, flags, 0o600)
     try:
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        write_all(fd, payload)
         if fsync:
             os.fsync(fd)
         if size_before is not None:

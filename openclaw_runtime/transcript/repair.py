@@ -41,6 +41,7 @@ from typing import Any
 
 import anyio
 
+from .._files import write_all
 from ..redaction import redact_bytes
 from .entries import iso_timestamp
 from .jsonl import (
@@ -386,9 +387,7 @@ def write_backup(session_file: Path, data: bytes, *, now_ms: int) -> str:
     mode = os.stat(session_file).st_mode & 0o7777
     fd = open_side_file(backup, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(redact_bytes(data))  # the copy holds no credential either
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, redact_bytes(data))  # the copy holds no credential either
         os.fsync(fd)
     finally:
         os.close(fd)
