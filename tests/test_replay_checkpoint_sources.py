@@ -9,20 +9,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime.transcript.replay_checkpoint import _sources
-
-
-def _by_tables(messages: list[Any], entries: list[Any], cache: dict[int, Any]) -> list[Any] | None:
-    """The look-up-table answer alone (what ``_sources`` did before its fast path)."""
-    by_key = {id(entry): entry for entry in entries}
-    entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
-    out = []
-    for message in messages:
-        entry = entry_of.get(id(message))
-        if entry is None:
-            return None
-        out.append(entry)
-    return out
+from openclaw_runtime.transcript.replay_checkpoint import _sources, _sources_by_tables
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -43,7 +30,7 @@ def test_same_sources_as_the_tables(seed: int) -> None:
         messages.insert(rng.randrange(len(messages) + 1), object())
     elif shape == "fewer entries":
         entries = entries[: rng.randint(0, len(entries))]
-    assert _sources(messages, entries, cache) == _by_tables(messages, entries, cache)
+    assert _sources(messages, entries, cache) == _sources_by_tables(messages, entries, cache)
 
 
 def test_an_empty_history_has_no_sources() -> None:

@@ -223,8 +223,13 @@ def _sources(
         else:
             found = False
             break
-    if found:
-        return out
+    return out if found else _sources_by_tables(messages, entries, cache)
+
+
+def _sources_by_tables(
+    messages: Sequence[Any], entries: Sequence[Any], cache: Mapping[int, Any]
+) -> list[Any] | None:
+    """``_sources`` for any branch order, through look-up tables."""
     by_key = {id(entry): entry for entry in entries}
     entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
     out = []
