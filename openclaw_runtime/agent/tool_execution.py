@@ -30,6 +30,7 @@ from .tools import (
     AgentTool,
     AgentToolResult,
     ToolArgumentError,
+    ToolUpdateCallback,
     coerce_tool_result,
     error_tool_result,
     redact_tool_result,
@@ -219,25 +220,26 @@ class _Batch:
             return nullcontext()
         return self.signal.linked_cancel_scope(ignore_handoff=True)
 
-    async def _execute_quietly(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
-        """``_execute`` for a tool that never reports progress: nothing to forward while it
-        runs, so no pump task and no task group (whose exit costs an event-loop round trip)."""
+    async def _call(
+        self, prepared: _Prepared, on_update: ToolUpdateCallback
+    ) -> tuple[AgentToolResult, bool] | None:
+        """Run the tool under the abort's cancel scope: its result, its error as an error
+        result, or ``None`` when the abort cancelled it before it returned."""
         call = prepared.tool_call
-        outcome: tuple[AgentToolResult, bool] | None = None
         try:
             with self._cancel_on_abort():
-                value = await prepared.tool.execute(call.id, prepared.args, self.signal, _no_update)  # type: ignore[misc]
-                outcome = (coerce_tool_result(value), False)
+                value = await prepared.tool.execute(call.id, prepared.args, self.signal, on_update)  # type: ignore[misc]
+                return (coerce_tool_result(value), False)
         except Exception as exc:
-            outcome = (error_tool_result(error_text(exc)), True)
-        if outcome is None:  # the abort cancelled the tool before it returned
-            outcome = (error_tool_result(ABORTED_TEXT), True)
-        return outcome
+            return (error_tool_result(error_text(exc)), True)
+        return None
 
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
         call, found = prepared.tool_call, prepared.tool
         if not reports_updates(found.execute):
-            return await self._execute_quietly(prepared)
+            # nothing to forward while it runs: no pump task, no task group (whose exit costs
+            # an event-loop round trip)
+            return await self._call(prepared, _no_update) or _aborted()
         hide = found.hide_from_channel_progress or None
         updates_send, updates_receive = anyio.create_memory_object_stream[ToolExecutionUpdate](
             math.inf
@@ -256,21 +258,15 @@ class _Batch:
                 async for event in updates_receive:
                     await self.emit(event)
 
-        cancel_on_abort = self._cancel_on_abort()
-        # what stands if the abort cancels the tool before it returns
-        outcome = (error_tool_result(ABORTED_TEXT), True)
+        outcome = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
             try:
-                with cancel_on_abort:
-                    value = await found.execute(call.id, prepared.args, self.signal, on_update)  # type: ignore[misc]
-                    outcome = (coerce_tool_result(value), False)
-            except Exception as exc:
-                outcome = (error_tool_result(error_text(exc)), True)
+                outcome = await self._call(prepared, on_update)
             finally:
                 accepting = False
                 updates_send.close()
-        return outcome
+        return outcome or _aborted()
 
     # events ---------------------------------------------------------------------------------
 
@@ -304,6 +300,11 @@ class _Batch:
         await self.emit(MessageStart(message))
         await self.emit(MessageEnd(message))
         return message
+
+
+def _aborted() -> tuple[AgentToolResult, bool]:
+    """What stands when the abort cancelled a tool before it returned."""
+    return error_tool_result(ABORTED_TEXT), True
 
 
 def _no_update(partial: AgentToolResult) -> None:
