@@ -20,6 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
+
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "BRANCH_SUMMARY_SUFFIX",
@@ -169,6 +171,23 @@ def resolve_token_estimator(estimator: TokenEstimator | None) -> TokenEstimator:
 
 
 def _system_tokens(system_prompt: str | None) -> int:
+    # every request of a tool loop sends the same system prompt object: its count (a regex
+    # pass over a prompt with non-Latin text) is kept for the last one seen (one slot, read
+    # as one tuple, so a racing thread cannot pair one prompt with another's count)
+    last, tokens = _last_system[0]
+    if system_prompt is last and type(last) is str:
+        return tokens
+    tokens = _system_tokens_slow(system_prompt)
+    if type(system_prompt) is str:
+        _last_system[0] = (system_prompt, tokens)
+    return tokens
+
+
+_last_system: list[tuple[Any, int]] = [(None, 0)]
+
+
+def _system_tokens_slow(system_prompt: str | None) -> int:
+    """What ``_system_tokens`` gives, counted every call (its reference in tests)."""
     if isinstance(system_prompt, str) and system_prompt.strip():
         return MESSAGE_BOUNDARY_OVERHEAD_TOKENS + _string_tokens(system_prompt)
     return 0
@@ -225,6 +244,16 @@ def estimate_message_token_pressure(message: Any) -> int:
 
 
 def _estimate_message(message: Any) -> int:
+    typed = _TYPED.get(type(message))
+    if typed is not None:
+        tokens = typed(message)
+        if tokens is not None:
+            return tokens
+    return _estimate_record(message)
+
+
+def _estimate_record(message: Any) -> int:
+    """The estimate of any message: a model (through ``_get``) or a wire-format dict."""
     role = _get(message, "role")
     tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS
     if role in ("toolResult", "tool") or _get(message, "type") == "toolResult":
@@ -261,6 +290,88 @@ def _estimate_message(message: Any) -> int:
                 tokens += _tool_call_tokens(call) if _is_record(call) else _json_tokens(call)
         return tokens
     return tokens + _content_tokens(_get(message, "content"))
+
+
+# The runtime's own message models, read through their ``__dict__``: what ``_estimate_record``
+# works out for them through ``_get`` field by field, without its per-field look-ups (a tool
+# loop estimates every new assistant turn and tool result before the next request). Each
+# returns ``None`` for a model whose values are not the plain types its class declares (a
+# model changed after it was built), and the record path answers. tests/test_token_typed.py
+# compares both on every shape.
+
+
+def _typed_assistant(message: Any) -> int | None:
+    fields = message.__dict__
+    content = fields.get("content")
+    if fields.get("role") != "assistant" or type(content) is not list or _typed_as_result(message):
+        return None
+    # ``tool_calls`` is a method of the class, so the record path never counts a
+    # ``toolCalls`` extra of a model: nothing to add for it here either
+    tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS
+    for block in content:
+        kind = type(block)
+        if kind is ToolCall:
+            values = block.__dict__
+            name, args = values.get("name"), values.get("arguments")
+            if values.get("type") == "toolCall" and type(name) is str and args is not None:
+                tokens += (
+                    CONTENT_BLOCK_OVERHEAD_TOKENS
+                    + _string_tokens(name, JSON_PAYLOAD_CHARS_PER_TOKEN)
+                    + _json_tokens(args, JSON_PAYLOAD_CHARS_PER_TOKEN)
+                )
+                continue
+        elif kind is TextContent or kind is ThinkingContent:
+            text = _typed_text(block)
+            if text is not None:
+                tokens += CONTENT_BLOCK_OVERHEAD_TOKENS + _string_tokens(text)
+                continue
+        if _is_record(block) and _get(block, "type") in ("toolCall", "tool_use"):
+            tokens += _tool_call_tokens(block)
+        else:
+            tokens += _block_tokens(block)
+    return tokens
+
+
+def _typed_as_result(message: Any) -> bool:
+    """An extra ``type: "toolResult"`` makes the record path count any message as a result."""
+    fields = message.__dict__
+    if "type" in fields:
+        return bool(fields["type"] == "toolResult")
+    extra = message.__pydantic_extra__
+    return bool(extra) and extra.get("type") == "toolResult"
+
+
+def _typed_tool_result(message: Any) -> int | None:
+    fields = message.__dict__
+    content, name = fields.get("content"), fields.get("tool_name")
+    if fields.get("role") != "toolResult" or type(content) is not list or type(name) is not str:
+        return None
+    tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS + _string_tokens(name, JSON_PAYLOAD_CHARS_PER_TOKEN)
+    for block in content:
+        text = _typed_text(block) if type(block) is TextContent else None
+        if text is not None:
+            tokens += CONTENT_BLOCK_OVERHEAD_TOKENS + _string_tokens(
+                text, TOOL_RESULT_CHARS_PER_TOKEN
+            )
+        else:
+            tokens += _block_tokens(block, TOOL_RESULT_CHARS_PER_TOKEN)
+    return tokens
+
+
+def _typed_text(block: Any) -> str | None:
+    """The text of a ``TextContent`` / ``ThinkingContent`` the record path counts as text."""
+    values = block.__dict__
+    if type(block) is TextContent:
+        text = values.get("text") if values.get("type") == "text" else None
+    else:
+        text = values.get("thinking") if values.get("type") == "thinking" else None
+    return text if type(text) is str else None
+
+
+_TYPED: dict[type, Any] = {
+    AssistantMessage: _typed_assistant,
+    ToolResultMessage: _typed_tool_result,
+}
 
 
 def _string_tokens(text: str, chars_per_token: int = ESTIMATED_CHARS_PER_TOKEN) -> int:
@@ -414,12 +525,17 @@ def _get(record: Any, name: str, wire_name: str | None = None) -> Any:
     return value
 
 
+#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` is this encoder's
+#: ``encode`` (``dumps`` builds the same encoder on every call that passes options)
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _json_text(value: Any) -> str | None:
     """Compact JSON the way ``JSON.stringify`` writes it, or None when it cannot."""
     if hasattr(value, "to_dict"):
         value = value.to_dict()
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _JSON.encode(value)
     except (TypeError, ValueError):
         return None
 
