@@ -300,3 +300,26 @@ def test_the_memo_answers_what_the_estimate_answers() -> None:
         first = estimate_message_token_pressure(message)
         assert estimate_message_token_pressure(message) == first
         assert first == tokens._estimate_record(message)
+
+
+def test_a_new_message_is_measured_without_being_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openclaw_runtime.context.tokens import estimate_new_message_token_pressure
+
+    measured: list[Any] = []
+    original = tokens._estimate_message
+
+    def counting(message: Any) -> int:
+        measured.append(message)
+        return original(message)
+
+    monkeypatch.setattr(tokens, "_estimate_message", counting)
+    fresh = _result(TextContent(text="new output"))
+    assert estimate_new_message_token_pressure(fresh) == tokens._estimate_record(fresh)
+    assert id(fresh) not in tokens._MEMO  # nothing kept for a message measured once
+    kept = _assistant(ToolCall(id="c", name="read", arguments={"path": "x"}))
+    first = estimate_message_token_pressure(kept)  # measured and kept
+    measured.clear()
+    assert estimate_new_message_token_pressure(kept) == first
+    assert measured == []  # a kept message is answered from the memo
+    wire = fresh.to_dict()
+    assert estimate_new_message_token_pressure(wire) == tokens._estimate_record(wire)

@@ -46,6 +46,7 @@ from .tokens import (
     TokenEstimator,
     boundary_token_pressure,
     estimate_message_token_pressure,
+    estimate_new_message_token_pressure,
 )
 from .truncation import (
     format_context_limit_truncation_notice,
@@ -404,7 +405,7 @@ class _HistoryTokens:
         seen = self._messages
         if _starts_with(messages, seen):
             added = messages[len(seen) :]
-            self._tokens += sum(estimate_message_token_pressure(m) for m in added)
+            self._tokens += sum(map(estimate_new_message_token_pressure, added))
             seen.extend(added)
         else:
             self._messages = list(messages)

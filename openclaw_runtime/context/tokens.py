@@ -40,6 +40,7 @@ __all__ = [
     "boundary_token_pressure",
     "estimate_llm_boundary_token_pressure",
     "estimate_message_token_pressure",
+    "estimate_new_message_token_pressure",
     "estimate_rendered_llm_boundary_token_pressure",
     "estimate_string_chars",
     "estimate_tokens_from_chars",
@@ -241,6 +242,18 @@ def estimate_message_token_pressure(message: Any) -> int:
     _MEMO[key] = (ref, tokens)
     _KEYS[id(ref)] = key
     return tokens
+
+
+def estimate_new_message_token_pressure(message: Any) -> int:
+    """``estimate_message_token_pressure`` for a message the caller measures once (each
+    message a tool loop adds, summed into a running total): read from the memo when it is
+    there, not written to it — a weak reference and two entries per message nobody asks for
+    again."""
+    if type(message) is not dict:
+        hit = _MEMO.get(id(message))
+        if hit is not None and hit[0]() is message:
+            return hit[1]
+    return _estimate_message(message)
 
 
 def _estimate_message(message: Any) -> int:
