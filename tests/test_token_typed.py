@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime.context import tokens
+from openclaw_runtime.context import preemptive, tokens
 from openclaw_runtime.context.guard import _HistoryTokens
 from openclaw_runtime.context.tokens import (
     estimate_llm_boundary_token_pressure,
@@ -323,3 +323,54 @@ def test_a_new_message_is_measured_without_being_kept(monkeypatch: pytest.Monkey
     assert measured == []  # a kept message is answered from the memo
     wire = fresh.to_dict()
     assert estimate_new_message_token_pressure(wire) == tokens._estimate_record(wire)
+
+
+BUDGETS: list[tuple[Any, Any]] = [
+    (200_000, 16_384),
+    (200_000, 16_384),
+    (200_000.0, 16_384),
+    (8_000, 20_000),
+    (1, 0),
+    (True, 0),
+    (1, 0),
+    (1, False),
+    (0.5, 0.5),
+    (math.nan, 0),
+    (math.inf, 0),
+    (10_000, math.inf),
+    ("200000", 0),
+    (None, 0),
+    (200_000, 16_384),
+    (-5, -5),
+    (1e12, 3.5),
+]
+
+
+def _fits_plainly(estimated: int, budget: Any, reserve: Any) -> bool | str:
+    try:
+        return estimated <= preemptive.resolve_prompt_budget(budget, reserve)[0]
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _fits_kept(estimated: int, budget: Any, reserve: Any) -> bool | str:
+    def estimator(messages: Any, *, system_prompt: Any = None, prompt: str = "") -> int:
+        return estimated
+
+    try:
+        return preemptive.prompt_fits_budget(
+            [], context_token_budget=budget, reserve_tokens=reserve, estimator=estimator
+        )
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_the_kept_budget_answers_what_the_budget_answers() -> None:
+    """``prompt_fits_budget`` keeps the last window/reserve's budget: the same answers and the
+    same errors as working it out every time, in any order of windows and reserves."""
+    for rounds in range(3):
+        for budget, reserve in BUDGETS if rounds != 1 else reversed(BUDGETS):
+            for estimated in (0, 7_999, 8_000, 150_000, 183_616, 183_617, 10**13):
+                assert _fits_kept(estimated, budget, reserve) == _fits_plainly(
+                    estimated, budget, reserve
+                ), (budget, reserve, estimated)

@@ -238,8 +238,17 @@ def prompt_fits_budget(
     that fits needs no reduction potential, which costs a pass over every tool result."""
     estimate = resolve_token_estimator(estimator)
     estimated = _as_tokens(estimate(messages, system_prompt=system_prompt, prompt=prompt))
-    budget, _ = resolve_prompt_budget(context_token_budget, reserve_tokens)
-    return estimated <= budget
+    # every request of a tool loop asks with the same window and reserve: the last answer is
+    # kept (keyed by type too, so ``True`` is not taken for ``1``; a failed check keeps none)
+    key = (type(context_token_budget), context_token_budget, type(reserve_tokens), reserve_tokens)
+    last = _last_budget[0]
+    if last[0] != key:
+        last = (key, resolve_prompt_budget(context_token_budget, reserve_tokens)[0])
+        _last_budget[0] = last
+    return estimated <= last[1]
+
+
+_last_budget: list[tuple[Any, int]] = [(None, 0)]
 
 
 def should_refuse_prompt_before_sending(
