@@ -336,7 +336,7 @@ def final_result(
         auth_profile_id=auth_profile_id,
         attempts=run.total_attempts,
         compactions=run.total_compactions,
-        messages=run.run_messages(),
+        messages=run.run_messages(private=True),
         error=error,
         failure_signal=failure_signal,
         liveness_state=outcome.liveness_state,

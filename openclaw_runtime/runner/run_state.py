@@ -29,6 +29,7 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
 from ..redaction import package_logger, redact_event
+from ..transcript.session_context import entry_message
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
@@ -461,8 +462,12 @@ class RunState:
         )
         return outcome.truncated
 
-    def run_messages(self) -> list[Any]:
-        """This run's messages still on the active branch (failed turns set aside excluded)."""
+    def run_messages(self, *, private: bool = False) -> list[Any]:
+        """This run's messages still on the active branch (failed turns set aside excluded).
+
+        ``private``: models of their own (parsed again from the entries), for the caller's
+        ``RunResult``: the session's models are its history, and a caller editing a result's
+        message must not change the next request."""
         session = self.session
         if session is None:
             return []
@@ -479,7 +484,7 @@ class RunState:
             if entry.get("id") in wanted:
                 remaining -= 1
                 if entry.get("type") == "message":
-                    message = session.message_of(entry)
+                    message = entry_message(entry) if private else session.message_of(entry)
                     if message is not None:
                         out.append(message)
             elif entry.get("id") == self.start_leaf_id:
