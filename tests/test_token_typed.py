@@ -177,6 +177,9 @@ def _shapes() -> list[tuple[str, Any]]:
     for label, message, name, value in edits:
         message.__dict__[name] = value
         shapes.append((label, message))
+    shadowed = _assistant(TextContent(text="x"))
+    shadowed.__dict__["tool_calls"] = [{"name": "shadow", "arguments": {"a": "b" * 40}}]
+    shapes.append(("assistant tool_calls in __dict__", shadowed))
     deleted = _assistant(TextContent(text="x"))
     del deleted.__dict__["content"]
     shapes.append(("assistant content deleted", deleted))

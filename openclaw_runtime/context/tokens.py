@@ -319,7 +319,10 @@ def _typed_assistant(message: Any) -> int | None:
     if fields.get("role") != "assistant" or type(content) is not list or _typed_as_result(message):
         return None
     # ``tool_calls`` is a method of the class, so the record path never counts a
-    # ``toolCalls`` extra of a model: nothing to add for it here either
+    # ``toolCalls`` extra of a model: nothing to add for it here either (unless a list was
+    # put in the instance's own ``__dict__`` under that name, which the record path reads)
+    if "tool_calls" in fields:
+        return None
     tokens = MESSAGE_BOUNDARY_OVERHEAD_TOKENS
     for block in content:
         kind = type(block)
