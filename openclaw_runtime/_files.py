@@ -42,6 +42,7 @@ __all__ = [
     "find_set_aside_files",
     "is_set_aside_name",
     "load_or_set_aside",
+    "read_file",
     "remove_stale_temps",
     "set_aside_damaged",
     "write_all",
@@ -75,6 +76,21 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of ``path`` (``FileNotFoundError`` when it is missing), read with
+    ``os.open``/``os.read``: the small state files a run reads (a lane's record, the live
+    inbox's owner) cost four system calls this way against nine through ``Path.read_bytes``'s
+    buffered file object."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def write_new_file(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = False) -> None:
@@ -249,15 +265,15 @@ def load_or_set_aside(
     already holds the writer lock), a warning names both files, and ``empty()`` is returned.
     Other read errors (``OSError``) propagate for the store to report.
     """
-    target = Path(path)
     for _ in range(5):
         try:
-            data = target.read_bytes()
+            data = read_file(path)
         except FileNotFoundError:
             return empty()
         try:
             return parse(data)
         except DamagedStateFile as exc:
+            target = Path(path)
             with lock() if lock is not None else contextlib.nullcontext():
                 aside = set_aside_damaged(target, data)
             if aside is None:

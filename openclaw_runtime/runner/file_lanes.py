@@ -162,10 +162,14 @@ class FileLaneStore:
             with suppress(FileNotFoundError):
                 path.unlink()
             return
-        data = orjson.dumps({"lane": lane, **after.to_dict()})
+        data = self._encode(lane, after)
         if before.empty and create_record(path, data):
             return
         atomic_write(path, data, tag="lane", fsync=False)
+
+    @staticmethod
+    def _encode(lane: str, state: FileLaneState) -> bytes:
+        return orjson.dumps({"lane": lane, **state.to_dict()})
 
     def read(self, lane: str) -> FileLaneState:
         """The current record, read under its lock (a record is created in place, so a
@@ -182,9 +186,16 @@ class FileLaneStore:
         claimant: FileLaneClaimant,
         capacity: int,
         lock_wait_s: float = _LOCK_WAIT_S,
+        *,
+        expect_new: bool = False,
     ) -> FileLaneStep | None:
         """One attempt to take a slot (``step_file_lane``); ``None`` when the record's lock
-        stayed busy for ``lock_wait_s`` (try again)."""
+        stayed busy for ``lock_wait_s`` (try again).
+
+        ``expect_new``: the record most likely does not exist (a claim's first step: an idle
+        lane leaves none), so the step for an empty record is written straight into a new
+        file, and the record is read only when one was there after all (the same outcome as
+        reading a missing record first, one file operation fewer)."""
         path = self.path(lane)
         if not self._ready:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -192,19 +203,28 @@ class FileLaneStore:
             self._ready = True
         try:
             with self._lock(path, lock_wait_s):
+                if expect_new:
+                    step = self._step(FileLaneState(), claimant, capacity)
+                    if step.state.empty or create_record(path, self._encode(lane, step.state)):
+                        return step
                 before = self._read(path)
-                step = step_file_lane(
-                    before,
-                    claimant,
-                    capacity=capacity,
-                    now=self.clock(),
-                    host=self.host,
-                    pid_alive=self.pid_alive,
-                )
+                step = self._step(before, claimant, capacity)
                 self._write(path, lane, before, step.state)
                 return step
         except filelock.Timeout:
             return None
+
+    def _step(
+        self, before: FileLaneState, claimant: FileLaneClaimant, capacity: int
+    ) -> FileLaneStep:
+        return step_file_lane(
+            before,
+            claimant,
+            capacity=capacity,
+            now=self.clock(),
+            host=self.host,
+            pid_alive=self.pid_alive,
+        )
 
     def beat(self, lane: str, claim_id: str) -> bool | None:
         """Record a holder's beat without waiting for the lock: ``True`` done, ``False`` the
@@ -357,7 +377,7 @@ class FileLanes:
         delay = _POLL_FIRST_S
         try:
             # the first look happens right here when the record's lock is free (usually)
-            step = self.store.step(lane, claimant, capacity, 0)
+            step = self.store.step(lane, claimant, capacity, 0, expect_new=True)
             while True:
                 if step is None:
                     step = await anyio.to_thread.run_sync(self.store.step, lane, claimant, capacity)
