@@ -93,7 +93,9 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def write_new_file(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = False) -> None:
+def write_new_file(
+    path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600, fsync: bool = False
+) -> None:
     """Create ``path`` (``FileExistsError`` if it exists) holding ``data``; a write that fails
     half-way removes the file again."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
@@ -110,9 +112,10 @@ def write_new_file(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = 
 
 
 def _write_temp(
-    path: Path, content: bytes, mode: int | None, tag: str, *, fsync: bool = True
-) -> Path:
-    temp = path.with_name(f"{path.name}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    path: str | os.PathLike[str], content: bytes, mode: int | None, tag: str, *, fsync: bool = True
+) -> str:
+    # beside ``path``: its own name plus a suffix (a string join, not a second path object)
+    temp = f"{os.fspath(path)}.{tag}-{os.getpid()}-{os.urandom(4).hex()}.tmp"
     write_new_file(temp, content, mode=0o600 if mode is None else mode, fsync=fsync)
     if mode is not None:
         os.chmod(temp, mode)
