@@ -36,6 +36,7 @@ from openclaw_runtime.runner import file_lanes
 from openclaw_runtime.runner.file_lane_policy import FileLaneClaimant, FileLaneStep
 from openclaw_runtime.runner.file_lanes import FileLaneStore
 from openclaw_runtime.runner.live_inbox import FileLiveInbox
+from openclaw_runtime.transcript.session_ids import InvalidSessionIdError
 from openclaw_runtime.transcript.store import JsonlSessionStore
 
 LANE = "session:k"
@@ -311,6 +312,24 @@ async def test_a_session_another_writer_created_first_is_opened(
     assert mine.header["cwd"] == "/theirs"
     assert [e["message"]["content"] for e in mine.get_entries()] == ["first"]
     await mine.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_link_at_a_session_name_is_judged_as_before(tmp_path: Path) -> None:
+    """Only a name with nothing at it takes the one-``lstat`` way; a symbolic link there is
+    resolved and checked as ``path_for`` does: inside the folder it is followed (a dangling
+    one creates its target), outside it is refused."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    store = JsonlSessionStore(folder, durability="none")
+    os.symlink(folder / "target.jsonl", folder / "inside.jsonl")
+    session = await store.open_or_create("inside", cwd="/w")
+    await session.aclose()
+    assert orjson.loads((folder / "target.jsonl").read_bytes())["id"] == "inside"
+    os.symlink(tmp_path / "outside.jsonl", folder / "outside.jsonl")
+    with pytest.raises(InvalidSessionIdError, match="outside the sessions folder"):
+        await store.open_or_create("outside", cwd="/w")
+    assert not (tmp_path / "outside.jsonl").exists()
 
 
 # --------------------------------------------------------------------------- live inbox

@@ -375,13 +375,30 @@ class JsonlSessionStore:
     async def open_or_create(self, session_id: str, *, cwd: str) -> SessionManager:
         """Open a session, creating its file first when it has none."""
         safe_id = validate_session_id(session_id)
-        path = self.path_for(safe_id)
-        if not _exists(path):
-            try:
-                return await self._create_at(path, safe_id, cwd=cwd)
-            except TranscriptError:
-                pass  # another writer created it first: open theirs
+        path = self._file_if_missing(safe_id)
+        if path is None:
+            path = self.path_for(safe_id)
+            if _exists(path):
+                return await self.open(safe_id)
+        try:
+            return await self._create_at(path, safe_id, cwd=cwd)
+        except TranscriptError:
+            pass  # another writer created it first: open theirs
         return await self.open(safe_id)
+
+    def _file_if_missing(self, safe_id: str) -> Path | None:
+        """The file of a session that has none (nothing at its name, not even a symbolic
+        link: what ``path_for`` then gives, for one ``lstat`` instead of its ``lstat`` and a
+        ``stat``), else ``None``."""
+        root = self._resolved_root
+        if root is None:
+            root = self._resolved_root = self.sessions_dir.resolve()
+        path = root / f"{safe_id}.jsonl"
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            return path
+        return None
 
 
 def _exists(path: Path) -> bool:
