@@ -29,7 +29,7 @@ try:  # fcntl is missing on Windows, where filelock does the work
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FlockLock"]
+__all__ = ["FlockLock", "make_lock_file"]
 
 #: ``flock`` errors that mean "this file system cannot lock", not "someone holds it".
 _NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL})
@@ -46,6 +46,12 @@ def remaining_wait(deadline: float | None, now: float, poll_interval: float) -> 
     if left <= 0:
         return None
     return min(poll_interval, left)
+
+
+def make_lock_file(path: str | os.PathLike[str], mode: int | None = None) -> None:
+    """Create the file ``FlockLock(path, mode=mode)`` locks (same flags and mode: no symbolic
+    link followed) without locking it: making the file needs no lock and never waits."""
+    os.close(os.open(path, _OPEN_FLAGS, 0o666 if mode is None else mode))
 
 
 class FlockLock:

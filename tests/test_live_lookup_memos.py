@@ -46,7 +46,7 @@ def test_live_inbox_of_remembers_only_classes_that_carry_the_protocol(tmp_path: 
 def test_inbox_paths_are_remembered_and_still_validated(tmp_path: Path) -> None:
     inbox = FileLiveInbox(tmp_path)
     first = inbox._paths("abc")
-    assert first == (tmp_path / "abc.owner", tmp_path / "abc.inbox.jsonl", tmp_path / "abc.lock")
+    assert first == tuple(str(tmp_path / f"abc.{end}") for end in ("owner", "inbox.jsonl", "lock"))
     assert inbox._paths("abc") is first
     for bad in ("../escape", "a/b", ""):
         with pytest.raises(ValueError):

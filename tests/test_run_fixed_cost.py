@@ -351,7 +351,8 @@ def test_a_released_lane_is_forgotten(tmp_path: Path) -> None:
         path = store.path(lane)
         step = store.step(lane, claimant, 1)
         assert step is not None and step.granted and path.exists()
-        assert store._paths == {lane: path}
+        assert store._paths == {lane: str(path)}
         assert store.release(lane, claimant.id)
         assert not path.exists()
         assert store._paths == {}
+        assert store._sole == {}

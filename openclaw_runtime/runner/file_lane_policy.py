@@ -226,8 +226,8 @@ def beat_file_lane(state: FileLaneState, claim_id: str, *, now: float) -> FileLa
 
 def release_file_lane(state: FileLaneState, claim_id: str) -> FileLaneState:
     """The state without ``claim_id``, whether it held the lane or still waited."""
-    return replace(
-        state,
-        holders=tuple(record for record in state.holders if record.id != claim_id),
-        queue=tuple(record for record in state.queue if record.id != claim_id),
+    return FileLaneState(
+        tuple(record for record in state.holders if record.id != claim_id),
+        tuple(record for record in state.queue if record.id != claim_id),
+        state.capacity,
     )

@@ -94,7 +94,7 @@ def _lane_file_name(lane: str) -> str:
     return hashlib.sha256(lane.encode("utf-8")).hexdigest()[:32] + ".json"
 
 
-def create_record(path: Path, data: bytes) -> bool:
+def create_record(path: str | os.PathLike[str], data: bytes) -> bool:
     """Write a lane's first record straight into a new file (held under the record's lock).
 
     A record that did not exist needs no temporary file and rename: every reader holds the
@@ -133,45 +133,69 @@ class FileLaneStore:
         self.pid_alive = pid_alive
         self.clock = clock
         self._ready = False
+        self._dir = os.fspath(self.directory)
         #: lane → record path: a run asks for its session lane's at the grant, at each beat
-        #: and at the release (a SHA-256 and a path join each time); forgotten at the release
-        self._paths: dict[str, Path] = {}
+        #: and at the release (a SHA-256 and a join each time); forgotten at the release.
+        #: Plain strings: every use is an ``os`` call
+        self._paths: dict[str, str] = {}
+        #: lane → (the bytes this store last wrote to its record, its one holder) when that
+        #: record had one holder and no waiters: a release that reads it back unchanged
+        #: (nobody else wrote since) leaves it empty without parsing it. Bytes and a string
+        #: (no objects for the garbage collector to visit while a run holds the lane)
+        self._sole: dict[str, tuple[bytes, str]] = {}
 
     def path(self, lane: str) -> Path:
         """The record of ``lane`` (its lock is ``<path>.lock``)."""
+        return Path(self._path(lane))
+
+    def _path(self, lane: str) -> str:
         paths = self._paths
         known = paths.get(lane)
         if known is None:
             if len(paths) >= _PATH_MEMO_SIZE:
                 paths.clear()
-            known = paths[lane] = self.directory / _lane_file_name(lane)
+            known = paths[lane] = os.path.join(self._dir, _lane_file_name(lane))
         return known
 
-    def _lock(self, path: Path, timeout: float) -> FlockLock:
+    def _lock(self, path: str, timeout: float) -> FlockLock:
         return FlockLock(f"{path}.lock", timeout=timeout, mode=0o600)
 
-    def _read(self, path: Path) -> FileLaneState:
+    def _read(self, path: str) -> FileLaneState:
         return load_or_set_aside(
             path, _parse_state, FileLaneState, what="lane state file", logger=logger
         )
 
-    def _write(self, path: Path, lane: str, before: FileLaneState, after: FileLaneState) -> None:
+    def _write(self, path: str, lane: str, before: FileLaneState, after: FileLaneState) -> None:
         if after == before:
             return
         if after.empty:
+            self._sole.pop(lane, None)
             with suppress(FileNotFoundError):
-                path.unlink()
+                os.unlink(path)
             return
-        data = orjson.dumps({"lane": lane, **after.to_dict()})
-        if before.empty and create_record(path, data):
+        data = self._encode(lane, after)
+        if not (before.empty and create_record(path, data)):
+            atomic_write(path, data, tag="lane", fsync=False)
+        self._remember(lane, data, after)
+
+    def _remember(self, lane: str, data: bytes, state: FileLaneState) -> None:
+        sole = self._sole
+        if len(state.holders) != 1 or state.queue:
+            sole.pop(lane, None)
             return
-        atomic_write(path, data, tag="lane", fsync=False)
+        if len(sole) >= _PATH_MEMO_SIZE and lane not in sole:
+            sole.clear()
+        sole[lane] = (data, state.holders[0].id)
+
+    @staticmethod
+    def _encode(lane: str, state: FileLaneState) -> bytes:
+        return orjson.dumps({"lane": lane, **state.to_dict()})
 
     def read(self, lane: str) -> FileLaneState:
         """The current record, read under its lock (a record is created in place, so a
         reader without the lock could find it half written)."""
-        path = self.path(lane)
-        if not path.exists():
+        path = self._path(lane)
+        if not os.path.exists(path):
             return FileLaneState()
         with self._lock(path, -1):
             return self._read(path)
@@ -182,34 +206,52 @@ class FileLaneStore:
         claimant: FileLaneClaimant,
         capacity: int,
         lock_wait_s: float = _LOCK_WAIT_S,
+        *,
+        expect_new: bool = False,
     ) -> FileLaneStep | None:
         """One attempt to take a slot (``step_file_lane``); ``None`` when the record's lock
-        stayed busy for ``lock_wait_s`` (try again)."""
-        path = self.path(lane)
+        stayed busy for ``lock_wait_s`` (try again).
+
+        ``expect_new``: the record most likely does not exist (a claim's first step: an idle
+        lane leaves none), so the step for an empty record is written straight into a new
+        file, and the record is read only when one was there after all (the same outcome as
+        reading a missing record first, one file operation fewer)."""
+        path = self._path(lane)
         if not self._ready:
             self.directory.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(self.directory)  # records a killed process was replacing
             self._ready = True
         try:
             with self._lock(path, lock_wait_s):
+                if expect_new:
+                    step = self._step(FileLaneState(), claimant, capacity)
+                    data = self._encode(lane, step.state)
+                    if create_record(path, data):
+                        self._remember(lane, data, step.state)
+                        return step
                 before = self._read(path)
-                step = step_file_lane(
-                    before,
-                    claimant,
-                    capacity=capacity,
-                    now=self.clock(),
-                    host=self.host,
-                    pid_alive=self.pid_alive,
-                )
+                step = self._step(before, claimant, capacity)
                 self._write(path, lane, before, step.state)
                 return step
         except filelock.Timeout:
             return None
 
+    def _step(
+        self, before: FileLaneState, claimant: FileLaneClaimant, capacity: int
+    ) -> FileLaneStep:
+        return step_file_lane(
+            before,
+            claimant,
+            capacity=capacity,
+            now=self.clock(),
+            host=self.host,
+            pid_alive=self.pid_alive,
+        )
+
     def beat(self, lane: str, claim_id: str) -> bool | None:
         """Record a holder's beat without waiting for the lock: ``True`` done, ``False`` the
         claim holds the lane no longer, ``None`` the lock was busy (beat again later)."""
-        path = self.path(lane)
+        path = self._path(lane)
         try:
             with self._lock(path, 0):
                 before = self._read(path)
@@ -224,13 +266,29 @@ class FileLaneStore:
     def release(self, lane: str, claim_id: str, lock_wait_s: float = -1) -> bool:
         """Leave the lane (as holder or waiter); ``False`` when the record's lock stayed busy
         for ``lock_wait_s`` (default: wait as long as it takes)."""
-        path = self.path(lane)
+        path = self._path(lane)
+        sole = self._sole.pop(lane, None)  # forgotten at the release, like the path
+
+        def parse(data: bytes) -> FileLaneState | None:
+            if sole is not None and data == sole[0] and sole[1] == claim_id:
+                return None  # our own record, unchanged since: this claim was all it held
+            return _parse_state(data)
+
         try:
             with self._lock(path, lock_wait_s):
-                before = self._read(path)
-                self._write(path, lane, before, release_file_lane(before, claim_id))
+                before = load_or_set_aside(
+                    path, parse, FileLaneState, what="lane state file", logger=logger
+                )
+                if before is None:  # what releasing the parsed record gives: an empty lane
+                    with suppress(FileNotFoundError):
+                        os.unlink(path)
+                else:
+                    self._write(path, lane, before, release_file_lane(before, claim_id))
         except filelock.Timeout:
+            if sole is not None:
+                self._sole[lane] = sole  # released later: still ours to compare with
             return False
+        self._sole.pop(lane, None)
         self._paths.pop(lane, None)  # remembered while held: a fresh session's lane is done
         return True
 
@@ -357,7 +415,7 @@ class FileLanes:
         delay = _POLL_FIRST_S
         try:
             # the first look happens right here when the record's lock is free (usually)
-            step = self.store.step(lane, claimant, capacity, 0)
+            step = self.store.step(lane, claimant, capacity, 0, expect_new=True)
             while True:
                 if step is None:
                     step = await anyio.to_thread.run_sync(self.store.step, lane, claimant, capacity)

@@ -31,7 +31,7 @@ import anyio
 import filelock
 import orjson
 
-from .._files import _pid_alive
+from .._files import _pid_alive, read_file, write_all
 from .._flock import FlockLock
 from ..backends.steering import SteeringStoreError
 from ..redaction import package_logger, redact
@@ -53,30 +53,41 @@ class FileLiveInbox:
     def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.directory = Path(directory).expanduser()
         self.lock_timeout = lock_timeout
-        self._path_memo: dict[str, tuple[Path, Path, Path]] = {}
+        self._dir = os.fspath(self.directory)
+        self._dir_ready = False  # the directory is known to exist (made by us or found)
+        self._path_memo: dict[str, tuple[str, str, str]] = {}
 
-    def _paths(self, session_id: str) -> tuple[Path, Path, Path]:
-        # a run asks five times (open, three polls, close): validate and join once
+    def _paths(self, session_id: str) -> tuple[str, str, str]:
+        # a run asks five times (open, three polls, close): validate and join once; plain
+        # strings, as every use is an ``os`` call (no path objects to build and convert)
         paths = self._path_memo.get(session_id)
         if paths is None:
-            name = validate_session_id(session_id)
-            base = self.directory
-            paths = base / f"{name}.owner", base / f"{name}.inbox.jsonl", base / f"{name}.lock"
+            base = os.path.join(self._dir, validate_session_id(session_id))
+            paths = f"{base}.owner", f"{base}.inbox.jsonl", f"{base}.lock"
             if len(self._path_memo) >= _PATH_MEMO_SIZE:
                 self._path_memo.clear()
             self._path_memo[session_id] = paths
         return paths
 
-    def _lock(self, path: Path, timeout: float | None = None) -> FlockLock:
+    def _lock(self, path: str, timeout: float | None = None) -> FlockLock:
         wait = self.lock_timeout if timeout is None else timeout
         return FlockLock(path, timeout=wait, mode=0o600)
 
     def _locked(self, session_id: str, fn: Any, *, timeout: float | None = None) -> Any:
         owner, inbox, lock = self._paths(session_id)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with self._lock(lock, timeout):
+            self._make_dir()
+            held = self._lock(lock, timeout)
+            try:
+                held.acquire()
+            except FileNotFoundError:  # the directory was removed since we made it
+                self._dir_ready = False
+                self._make_dir()
+                held.acquire()
+            try:
                 return fn(owner, inbox)
+            finally:
+                held.release()
         except filelock.Timeout:
             if timeout == 0:
                 raise
@@ -85,6 +96,11 @@ class FileLiveInbox:
             ) from None
         except OSError as exc:
             raise self._unusable(exc) from None
+
+    def _make_dir(self) -> None:
+        if not self._dir_ready:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._dir_ready = True
 
     def _unusable(self, exc: OSError) -> SteeringStoreError:
         return SteeringStoreError(
@@ -98,26 +114,32 @@ class FileLiveInbox:
         once a pusher made one; module docstring)."""
         data = orjson.dumps({"pid": os.getpid(), "runId": run_id})
 
-        def apply(owner: Path, _inbox: Path) -> None:
-            owner.write_bytes(data)
+        def apply(owner: str, _inbox: str) -> None:
+            _write_owner(owner, data)
 
         owner, _inbox, lock = self._paths(session_id)
-        if lock.exists():
+        if os.path.exists(lock):
             self._locked(session_id, apply, timeout=timeout)
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            apply(owner, _inbox)
+            try:
+                apply(owner, _inbox)
+            except FileNotFoundError:  # the directory is not there (yet, or any more)
+                self._dir_ready = False
+                self._make_dir()
+                apply(owner, _inbox)
         except OSError as exc:
             raise self._unusable(exc) from None
 
+    def _has_mail(self, session_id: str) -> bool:
+        return os.path.exists(self._paths(session_id)[1])
+
     def take_sync(self, session_id: str) -> list[LiveMessage]:
         """The messages that arrived, oldest first (emptying the inbox)."""
-        _owner, inbox, _lock = self._paths(session_id)
-        if not inbox.exists():
+        if not self._has_mail(session_id):
             return []
 
-        def apply(_owner: Path, inbox: Path) -> list[LiveMessage]:
+        def apply(_owner: str, inbox: str) -> list[LiveMessage]:
             return _read_and_remove(inbox)
 
         return cast("list[LiveMessage]", self._locked(session_id, apply))
@@ -128,29 +150,29 @@ class FileLiveInbox:
         """The run ended: give the inbox up (if this run still owns it); returns what arrived
         after the last drain."""
 
-        def give_up(owner: Path) -> bool:
+        def give_up(owner: str) -> bool:
             current = _read_owner(owner)
             if current is not None and current.get("runId") != run_id:
                 return False  # a later run took it over
             with contextlib.suppress(FileNotFoundError):
-                owner.unlink()
+                os.unlink(owner)
             return True
 
-        def apply(owner: Path, inbox: Path) -> list[LiveMessage]:
+        def apply(owner: str, inbox: str) -> list[LiveMessage]:
             return _read_and_remove(inbox) if give_up(owner) else []
 
         owner, _inbox, lock = self._paths(session_id)
-        if not lock.exists():
+        if not os.path.exists(lock):
             try:
                 if not give_up(owner):  # nobody pushed: nothing to drain
                     return []
             except OSError as exc:
                 raise self._unusable(exc) from None
-            if not lock.exists():
+            if not os.path.exists(lock):
                 return []  # a pusher that locks from now on finds no owner and refuses
             # a pusher came meanwhile: what it appended is drained under the lock
 
-            def drain(_owner: Path, inbox: Path) -> list[LiveMessage]:
+            def drain(_owner: str, inbox: str) -> list[LiveMessage]:
                 return _read_and_remove(inbox)
 
             return cast("list[LiveMessage]", self._locked(session_id, drain, timeout=timeout))
@@ -162,13 +184,13 @@ class FileLiveInbox:
         """Append a message for the run that owns the inbox; False when no live process owns
         it (no run, or its process died)."""
 
-        def apply(owner: Path, inbox: Path) -> bool:
+        def apply(owner: str, inbox: str) -> bool:
             current = _read_owner(owner)
             pid = current.get("pid") if current else None
             if not isinstance(pid, int) or not _pid_alive(pid):
                 return False
             line = orjson.dumps({"kind": kind, "text": redact(text)}) + b"\n"
-            with inbox.open("ab") as handle:
+            with open(inbox, "ab") as handle:
                 handle.write(line)
             return True
 
@@ -193,7 +215,7 @@ class FileLiveInbox:
 
     async def take(self, session_id: str) -> list[LiveMessage]:
         """``take_sync``; the empty case is a ``stat`` on the loop."""
-        if not self._paths(session_id)[1].exists():
+        if not self._has_mail(session_id):
             return []
         return await anyio.to_thread.run_sync(self.take_sync, session_id)
 
@@ -213,9 +235,18 @@ class FileLiveInbox:
         return await anyio.to_thread.run_sync(self.owned_sync, session_id)
 
 
-def _read_owner(path: Path) -> dict[str, Any] | None:
+def _write_owner(path: str, data: bytes) -> None:
+    """``Path.write_bytes`` with plain ``os`` calls (same flags and mode, fewer calls)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        data = path.read_bytes()
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _read_owner(path: str) -> dict[str, Any] | None:
+    try:
+        data = read_file(path)
     except FileNotFoundError:
         return None
     if not data:
@@ -223,17 +254,17 @@ def _read_owner(path: Path) -> dict[str, Any] | None:
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        logger.warning("ignoring a damaged live-inbox owner file %s", path.name)
+        logger.warning("ignoring a damaged live-inbox owner file %s", os.path.basename(path))
         return None
     return value if isinstance(value, dict) else None
 
 
-def _read_and_remove(inbox: Path) -> list[LiveMessage]:
+def _read_and_remove(inbox: str) -> list[LiveMessage]:
     try:
-        data = inbox.read_bytes()
+        data = read_file(inbox)
     except FileNotFoundError:
         return []
-    inbox.unlink()
+    os.unlink(inbox)
     out: list[LiveMessage] = []
     for line in data.splitlines():
         if not line.strip():
@@ -241,7 +272,7 @@ def _read_and_remove(inbox: Path) -> list[LiveMessage]:
         try:
             item = orjson.loads(line)
         except orjson.JSONDecodeError:
-            logger.warning("skipping a damaged line of the live inbox %s", inbox.name)
+            logger.warning("skipping a damaged line of the live inbox %s", os.path.basename(inbox))
             continue
         kind, text = item.get("kind"), item.get("text")
         if kind in ("steer", "follow_up") and isinstance(text, str):

@@ -283,7 +283,7 @@ def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) ->
     ``fsync=False`` skips flushing it (and its directory) to disk, for stores that do not
     promise durability.
     """
-    target = Path(path)
+    target = os.fspath(path)
     temp = _write_temp(target, content, None, "create", fsync=fsync)
     try:
         os.link(temp, target)
@@ -291,7 +291,7 @@ def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) ->
         with contextlib.suppress(OSError):
             os.unlink(temp)
     if fsync:
-        _fsync_dir(target.parent)
+        _fsync_dir(Path(target).parent)
 
 
 _held = threading.local()

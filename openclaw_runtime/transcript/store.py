@@ -26,15 +26,18 @@ and the entry index in ``tree``. This module opens and creates session files
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import anyio
 
 from .._exceptions import TranscriptError
 from .._files import remove_stale_temps
+from .._flock import make_lock_file
 from .entries import iso_timestamp, make_header
 from .jsonl import (
     DEFAULT_LOCK_TIMEOUT,
+    SESSION_LOCK_SUFFIX,
     Durability,
     create_exclusive,
     encode_record,
@@ -100,15 +103,18 @@ class SessionManager(SessionRewriter):
         warn: Warn | None = None,
     ) -> SessionManager:
         """Blocking form of :meth:`create`."""
-        target = Path(path)
+        target = path if isinstance(path, Path) else Path(path)
         clock = now or utc_now
         header = make_header(
             session_id, cwd, parent_session=parent_session, timestamp=iso_timestamp(clock())
         )
         content = encode_record(header)
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            create_exclusive(target, content, fsync=durability != "none")
+            try:
+                create_exclusive(target, content, fsync=durability != "none")
+            except FileNotFoundError:  # no folder yet: made at the first session, not each
+                target.parent.mkdir(parents=True, exist_ok=True)
+                create_exclusive(target, content, fsync=durability != "none")
         except FileExistsError:
             raise TranscriptError(f"session file {target.name} already exists") from None
         stat = os.stat(target)
@@ -121,7 +127,7 @@ class SessionManager(SessionRewriter):
             warn=warn,
             file_state=(stat.st_ino, stat.st_size),
         )
-        manager._lock_file_ready = _make_lock_file(target, lock_timeout)
+        manager._lock_file_ready = _make_lock_file(manager._lock_key)
         return manager
 
     @classmethod
@@ -250,15 +256,16 @@ class SessionManager(SessionRewriter):
 # --------------------------------------------------------------------------- folder of sessions
 
 
-def _make_lock_file(path: Path, timeout: float) -> bool:
-    """Create the new session's lock file now, in the caller's worker thread, so its first
-    flush on the event loop does not pay for a file creation. False when it cannot be made
-    (the flush then meets the same error, as before)."""
+def _make_lock_file(lock_key: str) -> bool:
+    """Create the new session's lock file now, with the session file, so its first flush
+    does not pay for a file creation. Only created (as ``FlockLock`` opens it: no symbolic
+    link followed, same mode), not locked: making the file needs no lock, and never waits
+    for one. False when it cannot be made (the flush then meets the same error)."""
     try:
-        with session_lock(path, timeout=timeout):
-            return True
-    except TranscriptError:  # SessionLockTimeout included
+        make_lock_file(f"{lock_key}{SESSION_LOCK_SUFFIX}")
+    except OSError:
         return False
+    return True
 
 
 class JsonlSessionStore:
@@ -324,11 +331,21 @@ class JsonlSessionStore:
         self, session_id: str, *, cwd: str, parent_session: str | None = None
     ) -> SessionManager:
         """Create a new session file."""
-        path = self.path_for(session_id)
+        return await self._create_at(
+            self.path_for(session_id),
+            validate_session_id(session_id),
+            cwd=cwd,
+            parent_session=parent_session,
+        )
+
+    async def _create_at(
+        self, path: Path, safe_id: str, *, cwd: str, parent_session: str | None = None
+    ) -> SessionManager:
         self._sweep()
-        return await SessionManager.create(
+        create = partial(
+            SessionManager.create_sync,
             path,
-            session_id=validate_session_id(session_id),
+            session_id=safe_id,
             cwd=cwd,
             parent_session=parent_session,
             durability=self.durability,
@@ -336,6 +353,12 @@ class JsonlSessionStore:
             now=self._now,
             warn=self._warn,
         )
+        if self.durability == "none":
+            # nothing waits for the disk (no fsync) nor for a lock: a few small local file
+            # operations, like the turn-end flush that runs on the event loop too; a worker
+            # thread hop would cost the run more than the work (``SessionManager.create``)
+            return create()
+        return await anyio.to_thread.run_sync(create)
 
     async def open(self, session_id: str, *, repair: bool = True) -> SessionManager:
         """Open an existing session (repairing it when needed)."""
@@ -352,9 +375,31 @@ class JsonlSessionStore:
     async def open_or_create(self, session_id: str, *, cwd: str) -> SessionManager:
         """Open a session, creating its file first when it has none."""
         safe_id = validate_session_id(session_id)
-        if not self.path_for(safe_id).exists():
-            try:
-                return await self.create(safe_id, cwd=cwd)
-            except TranscriptError:
-                pass  # another writer created it first: open theirs
+        path = self._file_if_missing(safe_id)
+        if path is None:
+            path = self.path_for(safe_id)
+            if _exists(path):
+                return await self.open(safe_id)
+        try:
+            return await self._create_at(path, safe_id, cwd=cwd)
+        except TranscriptError:
+            pass  # another writer created it first: open theirs
         return await self.open(safe_id)
+
+    def _file_if_missing(self, safe_id: str) -> Path | None:
+        """The file of a session that has none (nothing at its name, not even a symbolic
+        link: what ``path_for`` then gives, for one ``lstat`` instead of its ``lstat`` and a
+        ``stat``), else ``None``."""
+        root = self._resolved_root
+        if root is None:
+            root = self._resolved_root = self.sessions_dir.resolve()
+        path = root / f"{safe_id}.jsonl"
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            return path
+        return None
+
+
+def _exists(path: Path) -> bool:
+    return os.path.exists(path)
