@@ -571,3 +571,49 @@ def test_the_auth_order_without_profiles_is_the_general_answer(case: str, provid
         env=None,
     )
     assert fast == general
+
+
+async def test_the_split_form_of_a_function_is_made_once_and_streams_apart() -> None:
+    """One split function per provider function and mode; two streams through it at once
+    each split their own text (the splitter belongs to the stream, not the function)."""
+    provider = _scripted(["<think>a</think>", "one"], "done")
+    other = _scripted(["<think>b</think>", "two"], "done")
+    split = with_reply_tag_splitting(provider)
+    assert with_reply_tag_splitting(provider) is split
+    assert with_reply_tag_splitting(provider, enforce_final_tag=True) is not split
+    assert with_reply_tag_splitting(other) is not split
+    context = Context("system", [UserMessage(content="hi")], [])
+    first = split(fake_model(), context, StreamOptions())
+    second = with_reply_tag_splitting(other)(fake_model(), context, StreamOptions())
+    seen: dict[str, Any] = {}
+
+    async def drain(name: str, stream: Any) -> None:
+        async for _event in stream:
+            await anyio.lowlevel.checkpoint()
+        seen[name] = _dump(await stream.result())["content"]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain, "first", first)
+        tg.start_soon(drain, "second", second)
+    assert [block["type"] for block in seen["first"]] == ["thinking", "text"]
+    assert [block.get("thinking") or block.get("text") for block in seen["first"]] == ["a", "one"]
+    assert [block.get("thinking") or block.get("text") for block in seen["second"]] == ["b", "two"]
+
+
+# ------------------------------------------------------------------- the lane timeout, kept
+
+
+@pytest.mark.parametrize(
+    "timeout_s",
+    [None, 0, 0.0, 0.0004, 0.5, 1, 1.0, 20, 600, 600.0, 172_800, 2_147_000, 1e12, -1, True],
+)
+def test_the_remembered_lane_timeout_is_the_policys(timeout_s: Any) -> None:
+    from openclaw_runtime.runner.lane_policy import (  # lazy: this test only
+        resolve_embedded_run_lane_timeout_ms,
+        resolve_run_lane_timeout_s,
+    )
+
+    timeout_ms = 0 if timeout_s is None else timeout_s * 1000
+    expected = resolve_embedded_run_lane_timeout_ms(timeout_ms) / 1000
+    for _ in range(2):  # asked again: the remembered answer
+        assert resolve_run_lane_timeout_s(timeout_s) == expected

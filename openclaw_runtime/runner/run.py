@@ -62,9 +62,9 @@ from .entry import (
 from .events import LaneAcquired, LaneWait, RunEnd, RunStart
 from .exhaustion import merge_candidate_results_for_exhaustion
 from .lane_policy import (
-    resolve_embedded_run_lane_timeout_ms,
     resolve_embedded_run_session_queue_priority,
     resolve_global_lane,
+    resolve_run_lane_timeout_s,
     resolve_session_lane,
 )
 from .lanes import LaneTimeoutError
@@ -304,8 +304,7 @@ class _Run(RunState):
         priority = resolve_embedded_run_session_queue_priority(
             request.trigger, request.input_provenance
         )
-        timeout_ms = 0 if self.timeout_s is None else self.timeout_s * 1000
-        lane_timeout_s = resolve_embedded_run_lane_timeout_ms(timeout_ms) / 1000
+        lane_timeout_s = resolve_run_lane_timeout_s(self.timeout_s)
         session_lane = resolve_session_lane(self.session_key or self.session_id)
         global_lane = resolve_global_lane(request.lane)
         services = self.services
