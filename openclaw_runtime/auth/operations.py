@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
-from typing import Final, Literal
+from collections.abc import Callable, Coroutine
+from typing import Any, Final, Literal, Protocol
 
 import anyio
 import anyio.abc
@@ -46,6 +46,7 @@ __all__ = [
     "AuthProfileScopeError",
     "AuthProfileStore",
     "AuthProfileStoreError",
+    "StartsSoon",
     "clear_auth_profile_cooldown",
     "mark_auth_profile_blocked_until",
     "mark_auth_profile_cooldown",
@@ -344,8 +345,16 @@ async def record_auth_profile_success(
         )
 
 
+class StartsSoon(Protocol):
+    """Where a fire-and-forget task is started: a task group, or what stands in for one."""
+
+    def start_soon(
+        self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None
+    ) -> None: ...
+
+
 def mark_embedded_run_auth_profile_success(
-    task_group: anyio.abc.TaskGroup,
+    task_group: anyio.abc.TaskGroup | StartsSoon,
     store: AuthProfileStore,
     profile_id: str | None,
     provider: str | None = None,

@@ -297,6 +297,38 @@ def resolve_auth_profile_order_with_metadata(
     ``AuthSettings``, a ``RuntimeConfig`` or OpenClaw's ``{"auth": {"profiles", "order"}}``.
     """
     view = _auth_config_view(cfg)
+    if not (view.profiles or view.order or store.profiles or store.order):
+        # no profile and no order anywhere (most runs without profiles): nothing to order
+        return AuthProfileOrderResolution((), False)
+    return _walk_auth_profile_order(
+        view,
+        store=store,
+        provider=provider,
+        now_ms=now_ms,
+        cfg=cfg,
+        preferred_profile=preferred_profile,
+        for_model=for_model,
+        cooldown_scope=cooldown_scope,
+        readiness_mode=readiness_mode,
+        env=env,
+    )
+
+
+def _walk_auth_profile_order(
+    view: _AuthConfigView,
+    *,
+    store: AuthProfileStoreState,
+    provider: str,
+    now_ms: float,
+    cfg: Any,
+    preferred_profile: str | None,
+    for_model: str | None,
+    cooldown_scope: Literal["all-models"] | None,
+    readiness_mode: Literal["execution", "read-only"],
+    env: Mapping[str, str] | None,
+) -> AuthProfileOrderResolution:
+    """``resolve_auth_profile_order_with_metadata``'s walk (every case but "nothing at all",
+    which it answers itself; the equivalence test compares the two on that case)."""
     auth_key = resolve_provider_id_for_auth(provider)
     state = clear_expired_cooldowns(store, now_ms)
     explicit_order, from_store = resolve_explicit_auth_order_selection(

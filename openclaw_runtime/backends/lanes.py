@@ -36,6 +36,8 @@ __all__ = [
     "held_lanes",
     "holding",
     "is_session_lane",
+    "mark_held",
+    "unmark_held",
 ]
 
 Priority = Literal["foreground", "normal", "background"]
@@ -63,13 +65,25 @@ def holding(lane: str) -> Iterator[None]:
     """Mark ``lane`` held by the current task for the block; ``LaneReentryError`` if it
     already is (waiting for a lane you hold would deadlock). Every backend's ``hold`` uses
     this, so re-entry is refused the same way whatever the backend."""
-    if lane in _held.get():
-        raise LaneReentryError(lane)
-    token = _held.set(_held.get() | {lane})
+    token = mark_held(lane)
     try:
         yield
     finally:
         _held.reset(token)
+
+
+def mark_held(lane: str) -> contextvars.Token[frozenset[str]]:
+    """``holding``'s entry, for a ``hold`` written as a class: mark ``lane`` held (or raise
+    ``LaneReentryError``); pass the token to ``unmark_held`` when the block ends."""
+    held = _held.get()
+    if lane in held:
+        raise LaneReentryError(lane)
+    return _held.set(held | {lane})
+
+
+def unmark_held(token: contextvars.Token[frozenset[str]]) -> None:
+    """``holding``'s exit: the lanes held before ``mark_held``."""
+    _held.reset(token)
 
 
 class LaneTimeoutError(OpenClawRuntimeError):

@@ -9,6 +9,7 @@ skills) happens here, once per run; everything else is the pure builder.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
@@ -132,16 +133,24 @@ def _resolve_system_timezone(env: str) -> str:
     return "UTC"
 
 
+@functools.cache
+def _platform_facts() -> tuple[str | None, str | None, str]:
+    """The OS, the machine and the Python version: fixed for the process, asked once."""
+    system = f"{platform.system()} {platform.release()}".strip() or None
+    return system, platform.machine() or None, platform.python_version()
+
+
 def _runtime_info(
     settings: PromptSettings, *, model: str, default_model: str | None, thinking: str
 ) -> RuntimeInfo:
     shell = os.environ.get("SHELL", "")
+    system, arch, python = _platform_facts()
     return RuntimeInfo(
         agent_id=settings.agent_id,
         host=socket.gethostname() or None,
-        os=f"{platform.system()} {platform.release()}".strip() or None,
-        arch=platform.machine() or None,
-        python=platform.python_version(),
+        os=system,
+        arch=arch,
+        python=python,
         model=model,
         default_model=default_model,
         shell=os.path.basename(shell.rstrip("/")) if shell else None,

@@ -107,14 +107,23 @@ def apply_stream_repairers(
 ) -> StreamFn:
     """``stream_fn`` with every transformer applied to its stream, in order.
 
-    With no transformers the provider's ``stream_fn`` is returned as it is.
+    With no transformers the provider's ``stream_fn`` is returned as it is. A ``stream_fn``
+    that is itself a repaired one is flattened: its transformers, then these, over its
+    provider, in one stream (what the nested streams gave, one stream and generator less
+    per model call).
     """
     chain = tuple(transformers)
+    wrapped = stream_fn
     if not chain:
         return stream_fn
     for transformer in chain:
         if not callable(transformer):
             raise TypeError(f"stream repairer {transformer!r} is not callable")
+    base, inner = getattr(stream_fn, "__repair_chain__", (stream_fn, ()))
+    if inner:
+        # repairers over repairers (the reply-tag splitter over the runtime's): one layer of
+        # the same transformers in the same order, not a stream and a generator per level
+        stream_fn, chain = base, (*inner, *chain)
 
     def repaired_stream_fn(
         model: Model, context: Context, options: StreamOptions
@@ -123,7 +132,8 @@ def apply_stream_repairers(
             _repaired_events(stream_fn, chain, model, context, options)
         )
 
-    repaired_stream_fn.__wrapped__ = stream_fn  # type: ignore[attr-defined]
+    repaired_stream_fn.__wrapped__ = wrapped  # type: ignore[attr-defined]
+    repaired_stream_fn.__repair_chain__ = (stream_fn, chain)  # type: ignore[attr-defined]
     return repaired_stream_fn
 
 

@@ -20,6 +20,7 @@ not fed back to it as if it were the visible answer.
 
 from __future__ import annotations
 
+import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -221,8 +222,25 @@ async def split_reply_tag_events(
 
 
 def with_reply_tag_splitting(stream_fn: StreamFn, *, enforce_final_tag: bool = False) -> StreamFn:
-    """``stream_fn`` whose streams have their reasoning tags split out (see the module doc)."""
+    """``stream_fn`` whose streams have their reasoning tags split out (see the module doc).
 
+    Every attempt asks, mostly for the runtime's one repaired function per API: a plain
+    function keeps its split forms on itself (``__reply_split__``, by final-tag mode; they
+    hold no per-stream state — each stream gets its own splitter) and gets the same one
+    back; other callables get a new one each time."""
+    if type(stream_fn) is not types.FunctionType:
+        return _with_reply_tag_splitting(stream_fn, enforce_final_tag)
+    known: dict[bool, StreamFn] | None = stream_fn.__dict__.get("__reply_split__")
+    if known is None:
+        known = {}
+        stream_fn.__reply_split__ = known  # type: ignore[attr-defined]
+    split = known.get(enforce_final_tag)
+    if split is None:
+        split = known[enforce_final_tag] = _with_reply_tag_splitting(stream_fn, enforce_final_tag)
+    return split
+
+
+def _with_reply_tag_splitting(stream_fn: StreamFn, enforce_final_tag: bool) -> StreamFn:
     def transformer(
         events: AsyncIterator[AssistantMessageEvent], context: Context
     ) -> AsyncIterator[AssistantMessageEvent]:

@@ -62,13 +62,14 @@ from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from .attempt_input import AttemptInputPlan
-from .attempt_timer import arm_attempt_timer
+from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
 from .projection_memo import session_projection_memo
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
+from .task_group_body import as_task_group_body
 
 __all__ = [
     "AttemptFacts",
@@ -156,6 +157,9 @@ def collect_attempt_facts(messages: Sequence[Any]) -> AttemptFacts:
         provider_started=started,
     )
 
+
+#: the facts of no messages (frozen: one for every attempt that has none yet)
+_NO_FACTS = collect_attempt_facts(())
 
 Compactor = Callable[[str, int | None], Awaitable[bool]]
 Truncator = Callable[[], Awaitable[int]]
@@ -333,7 +337,7 @@ async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
 
 async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     started = time.perf_counter()
-    outcome = AttemptOutcome(facts=collect_attempt_facts(()), new_messages=[])
+    outcome = AttemptOutcome(facts=_NO_FACTS, new_messages=[])
     session = spec.session
     if await _refuse_oversized_prompt(spec, outcome):
         outcome.duration_ms = (time.perf_counter() - started) * 1000
@@ -430,40 +434,43 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     # inline <think>/<final> tags become thinking blocks before anything sees the text
     stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     disarm: Callable[[], None] | None = None
-    try:
-        async with anyio.create_task_group() as timers:
-            disarm = (
-                arm_attempt_timer(
-                    timers, spec.timeout_s, partial(_time_out, spec.timeout_s, controller, state)
-                )
-                if spec.timeout_s
-                else None
+
+    async def turn() -> list[Any]:
+        if spec.plan.mode == "prompt":
+            content: Any = spec.plan.prompt or ""
+            if spec.images:
+                content = [TextContent(text=spec.plan.prompt or ""), *spec.images]
+            prompt = UserMessage(content=content)
+            outcome.prompt_message = prompt
+            return await run_agent_loop(
+                [prompt],
+                context,
+                config,
+                emit,
+                stream_fn=stream_fn,
+                signal=controller.signal,
+                on_failure="close",  # a failure must become a message to classify
             )
-            if spec.plan.mode == "prompt":
-                content: Any = spec.plan.prompt or ""
-                if spec.images:
-                    content = [TextContent(text=spec.plan.prompt or ""), *spec.images]
-                prompt = UserMessage(content=content)
-                outcome.prompt_message = prompt
-                new = await run_agent_loop(
-                    [prompt],
-                    context,
-                    config,
-                    emit,
-                    stream_fn=stream_fn,
-                    signal=controller.signal,
-                    on_failure="close",  # a failure must become a message to classify
-                )
-            else:
-                new = await run_agent_loop_continue(
-                    context,
-                    config,
-                    emit,
-                    stream_fn=stream_fn,
-                    signal=controller.signal,
-                    on_failure="close",
-                )
-            timers.cancel_scope.cancel()
+        return await run_agent_loop_continue(
+            context,
+            config,
+            emit,
+            stream_fn=stream_fn,
+            signal=controller.signal,
+            on_failure="close",
+        )
+
+    seconds = spec.timeout_s
+    fire = partial(_time_out, seconds, controller, state) if seconds else None
+    try:
+        if not timer_needs_task_group():  # asyncio: the timer is a loop callback (attempt_timer)
+            disarm = arm_attempt_timer(None, seconds, fire) if seconds and fire else None
+            new = await as_task_group_body(turn())
+        else:
+            async with anyio.create_task_group() as timers:
+                disarm = arm_attempt_timer(timers, seconds, fire) if seconds and fire else None
+                new = await turn()
+                timers.cancel_scope.cancel()
     finally:
         if disarm is not None:
             disarm()

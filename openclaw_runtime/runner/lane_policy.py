@@ -11,6 +11,7 @@ shutdown path away from the run's own, more informative timeout.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
     "resolve_embedded_run_session_queue_priority",
     "resolve_embedded_session_lane",
     "resolve_global_lane",
+    "resolve_run_lane_timeout_s",
     "resolve_session_lane",
 ]
 
@@ -125,6 +127,15 @@ def resolve_embedded_run_lane_timeout_ms(timeout_ms: float | None) -> int:
         math.floor(timeout_ms), EMBEDDED_RUN_LANE_TIMEOUT_GRACE_MS
     )
     return default if resolved is None else resolved
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def resolve_run_lane_timeout_s(timeout_s: float | None) -> float:
+    """``resolve_embedded_run_lane_timeout_ms`` of a run timeout in seconds (None: none), in
+    seconds: what ``hold`` takes. Remembered per value (a process runs with a handful of
+    timeouts, and every run asks)."""
+    timeout_ms = 0 if timeout_s is None else timeout_s * 1000
+    return resolve_embedded_run_lane_timeout_ms(timeout_ms) / 1000
 
 
 def _provenance_field(provenance: Any, *names: str) -> Any:

@@ -19,8 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 
 import anyio
 
@@ -32,7 +31,8 @@ from ..backends.lanes import (
     LaneTimeoutError,
     Priority,
     held_lanes,
-    holding,
+    mark_held,
+    unmark_held,
 )
 
 __all__ = [
@@ -82,41 +82,20 @@ class InProcessLanes:
             for name, lane in self._lanes.items()
         }
 
-    @asynccontextmanager
-    async def hold(
+    def hold(
         self,
         lane: str,
         *,
         capacity: int = 1,
         priority: Priority = "normal",
         timeout_s: float | None = None,
-    ) -> AsyncIterator[LaneLease]:
+    ) -> _Hold:
         """Wait for ``lane``, hold it for the block, release it on the way out.
 
         The block is cancelled (``LaneTimeoutError``) if it runs past ``timeout_s`` since the
         lease began or since its last ``heartbeat()``.
         """
-        if capacity < 1:
-            raise ValueError(f"lane capacity must be at least 1, got {capacity}")
-        if lane in held_lanes():
-            raise LaneReentryError(lane)
-        state = self._lanes.get(lane)
-        if state is None:
-            state = self._lanes[lane] = _Lane(capacity)
-        state.capacity = max(state.capacity, capacity)
-        started = anyio.current_time()
-        await self._acquire(state, PRIORITY_RANK.get(priority, 1))
-        granted = anyio.current_time()
-        deadline = math.inf if timeout_s is None else granted + timeout_s
-        scope = anyio.CancelScope(deadline=deadline)
-        lease = LaneLease(lane, timeout_s, granted - started, scope)
-        try:
-            with holding(lane), scope:
-                yield lease
-        finally:
-            self._release(lane, state)
-        if scope.cancelled_caught and timeout_s is not None:
-            raise LaneTimeoutError(lane, timeout_s)
+        return _Hold(self, lane, capacity, priority, timeout_s)
 
     async def _acquire(self, state: _Lane, rank: int) -> None:
         while state.waiters and state.waiters[0][2].cancelled:
@@ -149,3 +128,82 @@ class InProcessLanes:
             waiter.granted = True
             state.active += 1
             waiter.event.set()
+
+
+class _Hold:
+    """``InProcessLanes.hold``'s block, written as a class: what the generator-based
+    ``asynccontextmanager`` did (wait, mark the lane held, the lease's deadline scope, release
+    however the block ends, ``LaneTimeoutError`` when the deadline cancelled it), without
+    the generator, the context-manager wrappers and ``holding``'s own generator: two holds
+    a run."""
+
+    __slots__ = (
+        "_capacity",
+        "_lane",
+        "_lanes",
+        "_priority",
+        "_scope",
+        "_state",
+        "_timeout_s",
+        "_token",
+    )
+
+    def __init__(
+        self,
+        lanes: InProcessLanes,
+        lane: str,
+        capacity: int,
+        priority: Priority,
+        timeout_s: float | None,
+    ) -> None:
+        self._lanes = lanes
+        self._lane = lane
+        self._capacity = capacity
+        self._priority = priority
+        self._timeout_s = timeout_s
+
+    async def __aenter__(self) -> LaneLease:
+        lane, capacity, timeout_s = self._lane, self._capacity, self._timeout_s
+        if capacity < 1:
+            raise ValueError(f"lane capacity must be at least 1, got {capacity}")
+        if lane in held_lanes():
+            raise LaneReentryError(lane)
+        lanes = self._lanes
+        state = lanes._lanes.get(lane)
+        if state is None:
+            state = lanes._lanes[lane] = _Lane(capacity)
+        state.capacity = max(state.capacity, capacity)
+        started = anyio.current_time()
+        await lanes._acquire(state, PRIORITY_RANK.get(self._priority, 1))
+        granted = anyio.current_time()
+        deadline = math.inf if timeout_s is None else granted + timeout_s
+        scope = anyio.CancelScope(deadline=deadline)
+        lease = LaneLease(lane, timeout_s, granted - started, scope)
+        try:
+            self._token = mark_held(lane)
+            scope.__enter__()
+        except BaseException:
+            if hasattr(self, "_token"):
+                unmark_held(self._token)
+            lanes._release(lane, state)
+            raise
+        self._state, self._scope = state, scope
+        return lease
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        scope = self._scope
+        try:
+            try:
+                suppressed = bool(scope.__exit__(exc_type, exc, tb))
+            finally:
+                unmark_held(self._token)
+        finally:
+            self._lanes._release(self._lane, self._state)
+        if scope.cancelled_caught and self._timeout_s is not None:
+            raise LaneTimeoutError(self._lane, self._timeout_s) from None
+        return suppressed

@@ -61,8 +61,11 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 inbox = None
             else:
                 handle.remote = partial(inbox.take, run.session_id)
-        async with _renewing(handle, inbox):
+        if inbox is None:  # nothing to renew: no renewal block (two generator layers)
             yield handle
+        else:
+            async with _renewing(handle, inbox):
+                yield handle
     finally:
         registry.clear(handle)
         if handle.pending():

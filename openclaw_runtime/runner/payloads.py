@@ -357,10 +357,13 @@ def build_embedded_run_payloads(
         return _looks_like_raw_api_error_payload(trimmed)
 
     fallback = _visible_text(assistant) if assistant is not None else ""
-    use_final_answer = (
-        not needs_error_surface
-        and bool(fallback)
-        and bool(normalize_text_for_comparison(parse_reply_directives(fallback).text))
+    # parsed once: the answer below is most often this same text (parse_reply_directives is
+    # pure; without a current message id both parses are the same call)
+    fallback_parsed = (
+        parse_reply_directives(fallback) if not needs_error_surface and fallback else None
+    )
+    use_final_answer = fallback_parsed is not None and bool(
+        normalize_text_for_comparison(fallback_parsed.text)
     )
     if suppress_artifacts or aborted:
         answers: list[str] = []
@@ -374,7 +377,11 @@ def build_embedded_run_payloads(
     has_error_reply = any(item.is_error for item in items)
     acknowledged = False
     for text in answers:
-        parsed = parse_reply_directives(text, current_message_id=current_message_id)
+        parsed = (
+            fallback_parsed
+            if fallback_parsed is not None and current_message_id is None and text == fallback
+            else parse_reply_directives(text, current_message_id=current_message_id)
+        )
         if not parsed.text and not parsed.media_urls and not parsed.audio_as_voice:
             continue
         items.append(

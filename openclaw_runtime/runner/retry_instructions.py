@@ -375,8 +375,13 @@ def resolve_incomplete_turn_payload_text(
     assistant = facts.assistant
     tool_use_terminal = assistant is not None and assistant.stop_reason == "toolUse"
     empty = is_empty_response_assistant_turn(facts, payload_count=payload_count)
-    reasoning_only = is_reasoning_only_assistant_turn(assistant)
-    unsigned_thinking = is_unsigned_thinking_only_assistant_turn(assistant)
+    # is_reasoning_only_assistant_turn and is_unsigned_thinking_only_assistant_turn, from
+    # one assessment of the message (each assessed it again)
+    assessment = None if assistant is None else assess_last_assistant_message(assistant)
+    reasoning_only = assessment == "incomplete-text"
+    unsigned_thinking = (
+        assistant is not None and bool(assistant.content) and assessment == "incomplete-thinking"
+    )
     non_visible_post_tool = (
         empty or unsigned_thinking or (reasoning_only and _has_completed_tool_activity(facts))
     )

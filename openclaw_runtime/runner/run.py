@@ -62,9 +62,9 @@ from .entry import (
 from .events import LaneAcquired, LaneWait, RunEnd, RunStart
 from .exhaustion import merge_candidate_results_for_exhaustion
 from .lane_policy import (
-    resolve_embedded_run_lane_timeout_ms,
     resolve_embedded_run_session_queue_priority,
     resolve_global_lane,
+    resolve_run_lane_timeout_s,
     resolve_session_lane,
 )
 from .lanes import LaneTimeoutError
@@ -89,6 +89,7 @@ from .steering import (
     release_leased_agent_steering_items,
 )
 from .steering_ack import ack_steering_lease_with_retry
+from .task_group_body import DeferredTasks, as_task_group_body, group_free
 
 if TYPE_CHECKING:
     from .services import RunHost
@@ -303,8 +304,7 @@ class _Run(RunState):
         priority = resolve_embedded_run_session_queue_priority(
             request.trigger, request.input_provenance
         )
-        timeout_ms = 0 if self.timeout_s is None else self.timeout_s * 1000
-        lane_timeout_s = resolve_embedded_run_lane_timeout_ms(timeout_ms) / 1000
+        lane_timeout_s = resolve_run_lane_timeout_s(self.timeout_s)
         session_lane = resolve_session_lane(self.session_key or self.session_id)
         global_lane = resolve_global_lane(request.lane)
         services = self.services
@@ -356,9 +356,13 @@ class _Run(RunState):
             lease = await self._lease_steering()
             result: RunResult | None = None
             try:
-                async with live_run_scope(self), anyio.create_task_group() as tg:
-                    self.task_group = tg
-                    result = self.reached = await self._fallback_chain()
+                if group_free():  # asyncio: a group only for a task the run starts
+                    async with live_run_scope(self):
+                        result = self.reached = await as_task_group_body(self._deferring_chain())
+                else:
+                    async with live_run_scope(self), anyio.create_task_group() as tg:
+                        self.task_group = tg
+                        result = self.reached = await self._fallback_chain()
             finally:
                 if lease is not None:
                     with anyio.CancelScope(shield=True):
@@ -403,6 +407,17 @@ class _Run(RunState):
         else:
             error = result.error.message if result is not None and result.error else "run failed"
             await release_leased_agent_steering_items(store, lease, error=error)
+
+    async def _deferring_chain(self) -> RunResult:
+        """The model chain, its fire-and-forget tasks run when it has answered."""
+        self.task_group = deferred = DeferredTasks()
+        try:
+            result = await self._fallback_chain()
+        except BaseException:
+            deferred.drop()
+            raise
+        await deferred.run_pending()
+        return result
 
     async def _fallback_chain(self) -> RunResult:
         try:

@@ -25,7 +25,6 @@ from ..failover import (
 from ..failover.events import redact_secret_text
 from ..llm import Model
 from ..redaction import package_logger
-from .attempt import collect_attempt_facts
 from .candidate import CandidateResult, RunFailoverError
 from .error_kind import provider_error_kind, user_facing_reason
 from .exhaustion import candidate_result_view
@@ -141,7 +140,7 @@ def _build_success_payloads(
     run: RunState, result: CandidateResult, sent: tuple[str, ...]
 ) -> list[ReplyPayload]:
     messages = run.run_messages()
-    facts = collect_attempt_facts(messages)
+    facts = run.run_facts()
     verbose = verbose_mode_for(run.request, run.config.agent.reply)
     metas = verbose_tool_metas(messages, verbose) if verbose != "off" else facts.tool_metas
     payloads = build_embedded_run_payloads(
@@ -165,7 +164,7 @@ def result_from_candidate(run: RunState, result: CandidateResult) -> RunResult:
     """The run's result from the candidate the model chain ended with."""
     if result.status == "ok":
         payloads = success_payloads(run, result)
-        facts = collect_attempt_facts(run.run_messages())
+        facts = run.run_facts()
         liveness = resolve_run_liveness_state(
             payload_count=len(payloads),
             aborted=False,
@@ -230,7 +229,7 @@ def result_from_exhausted_chain(
         payloads = [ReplyPayload(text=text, is_error=True)]
     error = result.error
     if error is None:
-        facts = collect_attempt_facts(run.run_messages())
+        facts = run.run_facts()
         cause = describe_unfinished_turn(facts.last_tool_error, result.assistant)
         every = f"every model failed ({candidates}); " if candidates > 1 else ""
         error = RunErrorInfo(
@@ -316,7 +315,7 @@ def final_result(
     )
     if error is None and outcome.status != "ok":
         # the one place the rule "every failed run says why" is enforced
-        facts = collect_attempt_facts(run.run_messages())
+        facts = run.run_facts()
         error = failed_run_error(
             outcome,
             None,

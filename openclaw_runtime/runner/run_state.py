@@ -30,7 +30,7 @@ from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
 from ..redaction import package_logger, redact_event
 from ..transcript.session_context import entry_message
-from .attempt import AttemptOutcome
+from .attempt import AttemptFacts, AttemptOutcome, collect_attempt_facts
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
 from .compaction_lifecycle import (
@@ -62,8 +62,12 @@ if TYPE_CHECKING:
     from ..backends import Session
     from .live import LiveRunHandle
     from .services import RunHost
+    from .task_group_body import DeferredTasks
 
 __all__ = ["DEFAULT_RESERVE_TOKENS", "RunEventCallback", "RunState"]
+
+#: ``RunState.run_messages``' memo: (what they were read from, the messages, their facts)
+_MessagesMemo = tuple[tuple[Any, ...], list[Any], "AttemptFacts | None"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
 
@@ -119,7 +123,8 @@ class RunState:
             if self.observes
             else wanted_event_kinds(() if on_event is None else (on_event,))
         )
-        self.task_group: anyio.abc.TaskGroup | None = None
+        #: where fire-and-forget work of the run starts (``task_group_body``)
+        self.task_group: anyio.abc.TaskGroup | DeferredTasks | None = None
         self.fallback_configured = False
         self.api_keys: dict[str, str] = {}
         self.base_prompt = request.prompt
@@ -142,6 +147,8 @@ class RunState:
         self._reporting = False
         #: ``run_result.success_payloads``' last answer and what it was built from
         self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
+        #: ``run_messages``' last answer: (key, messages, their facts or None)
+        self.run_messages_memo: _MessagesMemo | None = None
 
     # events -------------------------------------------------------------------------------
 
@@ -465,9 +472,44 @@ class RunState:
     def run_messages(self, *, private: bool = False) -> list[Any]:
         """This run's messages still on the active branch (failed turns set aside excluded).
 
-        ``private``: models of their own (parsed again from the entries), for the caller's
-        ``RunResult``: the session's models are its history, and a caller editing a result's
-        message must not change the next request."""
+        ``private``: models of their own (parsed again from the entries, never remembered),
+        for the caller's ``RunResult``: the session's models are its history, and a caller
+        editing a result's message must not change the next request.
+
+        Asked three times as a run ends (the payloads, the result's facts, the result): the
+        list is remembered (``run_messages_memo``) under what it is read from — the session,
+        its leaf, the run's entry set and its size, the leaf the run started at — and read
+        again only when one of those changed; every caller gets its own copy."""
+        if private:
+            return self._read_run_messages(private=True)
+        memo = self.run_messages_memo
+        key = self._run_messages_key()
+        if memo is None or not _same_key(memo[0], key):
+            messages = self._read_run_messages()
+            memo = self.run_messages_memo = (key, messages, None)
+        return list(memo[1])
+
+    def run_facts(self) -> AttemptFacts:
+        """``collect_attempt_facts(self.run_messages())``, remembered with the messages."""
+        messages = self.run_messages()
+        memo = self.run_messages_memo
+        assert memo is not None
+        if memo[2] is None:
+            memo = self.run_messages_memo = (memo[0], memo[1], collect_attempt_facts(messages))
+        assert memo[2] is not None
+        return memo[2]
+
+    def _run_messages_key(self) -> tuple[Any, ...]:
+        session = self.session
+        return (
+            session,
+            None if session is None else session.get_leaf_id(),
+            self.run_entry_ids,
+            len(self.run_entry_ids),
+            self.start_leaf_id,
+        )
+
+    def _read_run_messages(self, *, private: bool = False) -> list[Any]:
         session = self.session
         if session is None:
             return []
@@ -491,6 +533,11 @@ class RunState:
                 break
         out.reverse()
         return out
+
+
+def _same_key(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    # the session and the entry set by identity (another equal one is still another one)
+    return old[0] is new[0] and old[2] is new[2] and old[1] == new[1] and old[3:] == new[3:]
 
 
 def _compaction_end(trigger: str, result: CompactResult | None, unfinished: str) -> CompactionEnd:

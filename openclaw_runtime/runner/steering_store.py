@@ -131,6 +131,15 @@ class InMemorySteeringStore(RecordsSteeringStore):
             self._runs = working
             return result
 
+    async def lease(
+        self, requester_session_key: str, *, now_ms: float, lease_id: str | None = None
+    ) -> SteeringLease | None:
+        """No records, nothing to lease: asked by every run, answered without copying the
+        (empty) records and making a lease id nobody gets; otherwise the general lease."""
+        if not self._runs:
+            return None
+        return await super().lease(requester_session_key, now_ms=now_ms, lease_id=lease_id)
+
     def __repr__(self) -> str:
         return f"InMemorySteeringStore(runs={len(self._runs)})"
 
