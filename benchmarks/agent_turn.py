@@ -28,6 +28,8 @@ in the same run (no timed assertions anywhere):
    file-creation floor row: the process CPU of only the file work 1,000 fresh durable
    sessions need (``file_creation_floor``: the three files a fresh session leaves, and every
    file operation of a fresh run), measured in every round on the same disk.
+   The peer: pydantic-ai's ``Agent.run`` on the same 1,000 concurrent turns (``FunctionModel``
+   sleeping the same 10 ms, async), with the time every side spends in the cyclic GC.
 
 Every side is validated once, untimed, before it is measured (ours: one attempt, ``ok``,
 the expected messages), so a retry or a failure cannot pass for speed.
@@ -527,6 +529,23 @@ def pydantic_ai_agents() -> dict[str, Any]:
     return {"tool": tool_agent, "text": text_agent}
 
 
+def pydantic_ai_sleeping_agent() -> Any:
+    """pydantic-ai's side of part 3: ``FunctionModel`` answering with text after the same
+    10 ms ``anyio.sleep`` as ``sleeping_stream``, async so nothing runs in a thread."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    async def sleeping(messages: list[Any], info: Any) -> Any:
+        await anyio.sleep(0.01)
+        return ModelResponse(
+            parts=[TextPart(ANSWER_TEXT)], usage=RequestUsage(input_tokens=1_200, output_tokens=40)
+        )
+
+    return Agent(FunctionModel(sleeping))
+
+
 async def pa_run(agent: Any, history: list[Any] | None) -> str:
     result = await agent.run(PROMPT, message_history=history)
     return str(result.output)
@@ -984,6 +1003,20 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
                 tg.start_soon(one)
         return results
 
+    peer = pydantic_ai_sleeping_agent()
+
+    async def peer_batch() -> list[Any]:
+        """pydantic-ai running the same 1,000 turns: ``Agent.run`` with no history."""
+        results: list[Any] = []
+
+        async def one() -> None:
+            results.append(await pa_run(peer, None))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(one)
+        return results
+
     kernel_config = AgentLoopConfig(model=model)
 
     async def ignore(event: AgentEvent) -> None:
@@ -1008,11 +1041,18 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
                 tg.start_soon(one)
         return results
 
-    async def measure(batch: Callable[[], Awaitable[list[Any]]]) -> tuple[float, float, list[Any]]:
+    in_gc: dict[str, list[float]] = {}
+
+    async def measure(
+        batch: Callable[[], Awaitable[list[Any]]], side: str = ""
+    ) -> tuple[float, float, list[Any]]:
         gc.collect()
-        cpu, wall = time.process_time(), time.perf_counter()
-        results = await batch()
-        return time.process_time() - cpu, time.perf_counter() - wall, results
+        with GcClock() as clock:
+            cpu, wall = time.process_time(), time.perf_counter()
+            results = await batch()
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        in_gc.setdefault(side, []).append(clock.total)
+        return cpu, wall, results
 
     # warm-up, then validation of one batch of each
     await measure(direct_batch)
@@ -1021,24 +1061,29 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
     for runtime in runtimes.values():
         _, _, warm = await measure(ours_batch(runtime))
         assert all(r.ok and r.text == ANSWER_TEXT for r in warm), "a warm-up run failed"
+    _, _, peer_answers = await measure(peer_batch)
+    assert peer_answers == [ANSWER_TEXT] * runs, "a pydantic-ai warm-up run failed"
+    in_gc.clear()
 
     ours_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
     ours_wall: dict[str, list[float]] = {mode: [] for mode in modes}
     base_cpu, base_wall = [], []
     kernel_cpu: list[float] = []
+    peer_cpu: list[float] = []
     floor_cpu: dict[bool, list[float]] = {False: [], True: []}
     for round_no in range(rounds):
-        cpu, wall, results = await measure(direct_batch)
+        cpu, wall, results = await measure(direct_batch, "floor")
         assert len(results) == runs
         base_cpu.append(cpu)
         base_wall.append(wall)
-        kernel_cpu.append((await measure(kernel_batch))[0])
+        kernel_cpu.append((await measure(kernel_batch, "kernel"))[0])
+        peer_cpu.append((await measure(peer_batch, "pydantic-ai"))[0])
         if "durable" in modes:
             for every in (False, True):
                 floor_dir = tmp / f"p3-floor-{round_no}-{int(every)}"
                 floor_cpu[every].append(file_creation_floor(floor_dir, runs, every_operation=every))
         for mode, runtime in runtimes.items():
-            cpu, wall, results = await measure(ours_batch(runtime))
+            cpu, wall, results = await measure(ours_batch(runtime), mode)
             assert len(results) == runs and all(r.ok for r in results)
             ours_cpu[mode].append(cpu)
             ours_wall[mode].append(wall)
@@ -1086,6 +1131,19 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
     print(
         f"  kernel floor (the bare agent loop running the same turn, no runtime around it): "
         f"{fmt_us(kernel)} = {kernel / 0.01:.1%} of the 10 ms model call"
+    )
+    peer_run = (median(peer_cpu) - median(base_cpu)) / runs
+    print(
+        f"  pydantic-ai Agent.run, the same {runs:,} turns (FunctionModel sleeping 10 ms, async): "
+        f"{fmt_us(peer_run)} = {peer_run / 0.01:.1%} of the 10 ms model call; "
+        + "; ".join(f"{mode} ÷ pydantic-ai {per_run[mode] / peer_run:.2f}×" for mode in modes)
+    )
+    print(
+        "  of which in the cyclic GC, per run (gc.callbacks, median of the rounds): "
+        + ", ".join(
+            f"{side} {fmt_us(median(in_gc[side]) / runs)}"
+            for side in ["floor", "kernel", "pydantic-ai", *modes]
+        )
     )
     if "durable" in modes:
         three, every = (median(floor_cpu[False]) / runs, median(floor_cpu[True]) / runs)
