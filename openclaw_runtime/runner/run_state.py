@@ -476,7 +476,7 @@ class RunState:
         for the caller's ``RunResult``: the session's models are its history, and a caller
         editing a result's message must not change the next request.
 
-        Asked three times as a run ends (the payloads, the result's facts, the result): the
+        Asked more than once as a run ends (the payloads, the result's facts): the
         list is remembered (``run_messages_memo``) under what it is read from — the session,
         its leaf, the run's entry set and its size, the leaf the run started at — and read
         again only when one of those changed; every caller gets its own copy."""
