@@ -40,7 +40,7 @@ from ..events import (
 )
 from ..llm import Context, StreamFn
 from ..messages import AssistantMessage, TextContent, ThinkingContent
-from ..repair.compose import apply_stream_repairers
+from ..repair.compose import extend_stream_repairers
 from .tag_free import splits_to_itself
 from .tags import ReplyTagSplitter, Segment
 
@@ -220,12 +220,28 @@ async def split_reply_tag_events(
         yield event
 
 
-def with_reply_tag_splitting(stream_fn: StreamFn, *, enforce_final_tag: bool = False) -> StreamFn:
-    """``stream_fn`` whose streams have their reasoning tags split out (see the module doc)."""
+class _TagSplitting:
+    """``split_reply_tag_events`` as a stream transformer (one per ``enforce_final_tag``
+    value, made once: every attempt wraps its stream function with it)."""
 
-    def transformer(
-        events: AsyncIterator[AssistantMessageEvent], context: Context
+    __slots__ = ("enforce_final_tag",)
+
+    def __init__(self, enforce_final_tag: bool) -> None:
+        self.enforce_final_tag = enforce_final_tag
+
+    def __call__(
+        self, events: AsyncIterator[AssistantMessageEvent], context: Context
     ) -> AsyncIterator[AssistantMessageEvent]:
-        return split_reply_tag_events(events, context, enforce_final_tag=enforce_final_tag)
+        return split_reply_tag_events(events, context, enforce_final_tag=self.enforce_final_tag)
 
-    return apply_stream_repairers(stream_fn, [transformer])
+
+_SPLITTING = (_TagSplitting(False), _TagSplitting(True))
+
+
+def with_reply_tag_splitting(stream_fn: StreamFn, *, enforce_final_tag: bool = False) -> StreamFn:
+    """``stream_fn`` whose streams have their reasoning tags split out (see the module doc).
+
+    The splitter yields nothing after its input ends or raises, so when ``stream_fn`` already
+    runs stream repairers it joins their chain (``extend_stream_repairers``) rather than
+    wrapping a second repaired stream around them."""
+    return extend_stream_repairers(stream_fn, (_SPLITTING[bool(enforce_final_tag)],))

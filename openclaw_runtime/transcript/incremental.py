@@ -49,13 +49,8 @@ from typing import Any
 from .entries import parse_timestamp_ms
 from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
-from .sanitize import (
-    BUILTIN_SANITIZERS,
-    OnError,
-    SanitizerSpec,
-    _as_spec,
-    run_transcript_sanitizers,
-)
+from .sanitize import OnError, SanitizerSpec, run_transcript_sanitizers
+from .stage_specs import StageSpecs, stage_specs
 from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_id,
@@ -71,9 +66,6 @@ __all__ = [
     "find_stable_boundary",
     "find_tool_loop_boundary",
 ]
-
-_BUILTIN_FNS = frozenset(spec.fn for spec in BUILTIN_SANITIZERS)
-
 
 def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
     """The largest stable boundary at or after ``start`` (module docstring), or ``start``.
@@ -323,9 +315,8 @@ class IncrementalSanitizer:
         #: still to sanitize that names an id of the cached part runs in full.
         self._prefix_ids: set[str] = set()
         self._loop: _LoopCache | None = None
-        self._seen_sanitizers: (
-            tuple[list[Any], list[SanitizerSpec], bool, tuple[tuple[str, int], ...]] | None
-        ) = None
+        #: The stages' specs (``transcript.stage_specs``: shared by every session).
+        self._seen_sanitizers: StageSpecs | None = None
         #: Called with the history and the cache key when nothing is cached (a cold start):
         #: how many leading messages are known to sanitize to themselves (a persisted
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
@@ -443,22 +434,15 @@ class IncrementalSanitizer:
 
     def _specs_of(
         self, sanitizers: Sequence[Any]
-    ) -> tuple[list[SanitizerSpec], bool, tuple[tuple[str, int], ...]]:
+    ) -> tuple[tuple[SanitizerSpec, ...], bool, tuple[tuple[str, int], ...]]:
         """The stages as specs, whether all are built-in, and their names and orders (part of
-        the cache key); worked out again only when the sanitizers are other objects than at
-        the previous call (an attempt passes the same ones before every request)."""
+        the cache key); looked up again only when the sanitizers are other objects than at
+        the previous call (an attempt passes the same ones before every request), and then
+        shared with every session handed the same objects (``transcript.stage_specs``)."""
         seen = self._seen_sanitizers
-        if (
-            seen is not None
-            and len(seen[0]) == len(sanitizers)
-            and all(map(operator.is_, seen[0], sanitizers))
-        ):
-            return seen[1], seen[2], seen[3]
-        specs = [_as_spec(item) for item in sanitizers]
-        builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
-        stages = tuple((spec.name, spec.order) for spec in specs)
-        self._seen_sanitizers = (list(sanitizers), specs, builtin_only, stages)
-        return specs, builtin_only, stages
+        if seen is None or not seen.made_from(sanitizers):
+            seen = self._seen_sanitizers = stage_specs(sanitizers)
+        return seen.specs, seen.builtin_only, seen.stages
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
