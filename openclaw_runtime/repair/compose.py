@@ -22,6 +22,7 @@ it holds and passes the stream through); the plugin formats it is given stay gua
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
@@ -116,17 +117,49 @@ def apply_stream_repairers(
     for transformer in chain:
         if not callable(transformer):
             raise TypeError(f"stream repairer {transformer!r} is not callable")
+    return _RepairedStreamFn(stream_fn, chain)
 
-    def repaired_stream_fn(
-        model: Model, context: Context, options: StreamOptions
+
+class _RepairedStreamFn:
+    """What ``apply_stream_repairers`` returns: a ``StreamFn`` whose stream runs ``chain``
+    over ``__wrapped__``'s events. A small object rather than a closure (its cells, its
+    attribute dict), and it keeps the chains ``extend_stream_repairers`` made from it, so an
+    attempt that adds the same transformers to the runtime's repaired function (every attempt
+    adds the reply-tag splitter) allocates nothing."""
+
+    __slots__ = ("__wrapped__", "_extended", "chain")
+
+    def __init__(self, stream_fn: StreamFn, chain: tuple[StreamTransformer, ...]) -> None:
+        self.__wrapped__ = stream_fn
+        self.chain = chain
+        self._extended: list[_RepairedStreamFn] | None = None
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream:
         return AssistantMessageEventStream(
-            _repaired_events(stream_fn, chain, model, context, options)
+            _repaired_events(self.__wrapped__, self.chain, model, context, options)
         )
 
-    repaired_stream_fn.__wrapped__ = stream_fn  # type: ignore[attr-defined]
-    repaired_stream_fn._repair_chain = (stream_fn, chain)  # type: ignore[attr-defined]
-    return repaired_stream_fn
+    def extended(self, chain: tuple[StreamTransformer, ...]) -> _RepairedStreamFn:
+        """This chain followed by ``chain`` (kept: the same extension is asked for again)."""
+        made = self._extended
+        if made is None:
+            made = self._extended = []
+        size = len(self.chain)
+        for known in made:
+            tail = known.chain[size:]
+            if len(tail) == len(chain) and all(map(operator.is_, tail, chain)):
+                return known
+        extended = apply_stream_repairers(self.__wrapped__, (*self.chain, *chain))
+        assert isinstance(extended, _RepairedStreamFn)
+        if len(made) < _KEPT_EXTENSIONS:
+            made.append(extended)
+        return extended
+
+
+#: How many extensions a repaired function keeps (the reply-tag splitter comes in two).
+_KEPT_EXTENSIONS = 4
 
 
 def extend_stream_repairers(
@@ -141,10 +174,12 @@ def extend_stream_repairers(
     splitter): then both give the same events, the same error and the same closing order.
     """
     chain = tuple(transformers)
-    inner = getattr(stream_fn, "_repair_chain", None)
-    if not chain or inner is None:
+    if not chain or not isinstance(stream_fn, _RepairedStreamFn):
         return apply_stream_repairers(stream_fn, chain)
-    return apply_stream_repairers(inner[0], (*inner[1], *chain))
+    for transformer in chain:
+        if not callable(transformer):
+            raise TypeError(f"stream repairer {transformer!r} is not callable")
+    return stream_fn.extended(chain)
 
 
 def bind_tool_call_formats(
