@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,9 @@ __all__ = [
     "find_stable_boundary",
     "find_tool_loop_boundary",
 ]
+
+_NO_IDS: frozenset[str] = frozenset()
+
 
 def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
     """The largest stable boundary at or after ``start`` (module docstring), or ``start``.
@@ -307,13 +311,15 @@ class IncrementalSanitizer:
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] | None = None
-        self._inputs: list[Any] = []
-        self._outputs: list[Any] = []
+        # empty: the shared empty tuple and frozenset, not containers per session (a fresh
+        # session's first request finds no boundary and stays empty while it waits)
+        self._inputs: Sequence[Any] = ()
+        self._outputs: Sequence[Any] = ()
         #: The tool-call ids ``_inputs`` name. Some rules look across the whole history by id
         #: (a signed-thinking turn is dropped when it reuses an earlier call's id with its
         #: result displaced; a late real result replaces an earlier synthetic one), so a part
         #: still to sanitize that names an id of the cached part runs in full.
-        self._prefix_ids: set[str] = set()
+        self._prefix_ids: AbstractSet[str] = _NO_IDS
         self._loop: _LoopCache | None = None
         #: The stages' specs (``transcript.stage_specs``: shared by every session).
         self._seen_sanitizers: StageSpecs | None = None
@@ -401,7 +407,7 @@ class IncrementalSanitizer:
                 ids = None if self.restored_ids is None else self.restored_ids()
                 self._prefix_ids = ids if ids is not None else _call_ids(self._inputs)
         start = 0
-        head: list[Any] = []
+        head: Sequence[Any] = ()
         if (
             key == self._key
             and _extends(self._inputs, messages)
@@ -424,8 +430,8 @@ class IncrementalSanitizer:
                 self._inputs = list(messages[:boundary])
                 self._outputs = [*head, *tail[:position]]
         elif start == 0:
-            self._key, self._inputs, self._outputs = None, [], []
-            self._prefix_ids = set()
+            self._key, self._inputs, self._outputs = None, (), ()
+            self._prefix_ids = _NO_IDS
         if self._key == key and self._inputs:
             self._open_loop(key, messages, out, len(self._inputs), len(self._outputs))
         elif messages and role_of(messages[0]) == "user":
@@ -457,7 +463,9 @@ class IncrementalSanitizer:
         context = list(messages[user : found.context_end])
         if role_of(messages[0]) == "compactionSummary":
             context.insert(0, messages[0])
-        ids = (self._prefix_ids if user else set()) | _call_ids(messages[user : found.index])
+        ids = _call_ids(messages[user : found.index])
+        if user:
+            ids |= self._prefix_ids
         inputs = list(messages[: found.index])
         stamp = None
         if role_of(context[0]) == "compactionSummary":
