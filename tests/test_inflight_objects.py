@@ -25,6 +25,9 @@ import pytest
 
 from openclaw_runtime.abort import AbortController, TurnHandoff
 from openclaw_runtime.agent.agent import PendingMessageQueue
+from openclaw_runtime.context.guard import _HistoryTokens
+from openclaw_runtime.context.projection import ToolResultProjectionState
+from openclaw_runtime.context.tokens import boundary_token_pressure, estimate_message_token_pressure
 from openclaw_runtime.events import (
     AssistantMessageEventStream,
     Done,
@@ -37,7 +40,7 @@ from openclaw_runtime.events import (
     ToolCallStart,
 )
 from openclaw_runtime.llm import Context, StreamOptions
-from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall
+from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall, UserMessage
 from openclaw_runtime.repair import PlainTextToolCallRepairer, apply_stream_repairers
 from openclaw_runtime.repair.compose import extend_stream_repairers
 from openclaw_runtime.reply import with_reply_tag_splitting
@@ -527,3 +530,29 @@ async def test_a_pushed_stream_delivers_what_was_pushed() -> None:
     seen = [type(event).__name__ async for event in stream]
     assert seen == ["Start", "Done"]
     assert await stream.result() is final
+
+
+def _user(text: str) -> Any:
+    return UserMessage(content=text)
+
+
+def test_the_history_estimate_made_lazily_equals_a_fresh_sum() -> None:
+    history = [_user("x" * n) for n in (3, 40, 500, 7, 90)]
+    steps = [history[:1], history[:3], history[:3], history[:5], history[1:4], [], history]
+    estimate = _HistoryTokens()
+    assert estimate._messages is None  # nothing held before the first estimate
+    for messages in steps:
+        fresh = boundary_token_pressure(
+            sum(estimate_message_token_pressure(m) for m in messages),
+            system_prompt="be brief",
+            prompt="go",
+        )
+        assert estimate(messages, system_prompt="be brief", prompt="go") == fresh
+
+
+def test_a_projection_state_holds_nothing_until_it_keeps_a_projection() -> None:
+    state = ToolResultProjectionState()
+    assert len(state) == 0
+    state.forget()
+    state.forget("call-1")  # nothing kept: nothing to drop
+    assert len(state) == 0
