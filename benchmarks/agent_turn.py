@@ -733,17 +733,21 @@ def tool_result_message() -> Any:
 
 
 class GcClock:
-    """Seconds spent in the cyclic garbage collector (``gc.callbacks``)."""
+    """Seconds spent in the cyclic garbage collector (``gc.callbacks``), and how many full
+    (generation 2) collections ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.total = 0.0
+        self.full = 0
         self._start = 0.0
+        self._clock = clock
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start = self._clock()
         else:
-            self.total += time.perf_counter() - self._start
+            self.total += self._clock() - self._start
+            self.full += info.get("generation") == 2
 
     def __enter__(self) -> GcClock:
         gc.callbacks.append(self)
@@ -1041,17 +1045,18 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
                 tg.start_soon(one)
         return results
 
-    in_gc: dict[str, list[float]] = {}
+    #: per side, each round's (CPU seconds in the collector, full collections)
+    in_gc: dict[str, list[tuple[float, int]]] = {}
 
     async def measure(
         batch: Callable[[], Awaitable[list[Any]]], side: str = ""
     ) -> tuple[float, float, list[Any]]:
         gc.collect()
-        with GcClock() as clock:
+        with GcClock(time.process_time) as clock:
             cpu, wall = time.process_time(), time.perf_counter()
             results = await batch()
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        in_gc.setdefault(side, []).append(clock.total)
+        in_gc.setdefault(side, []).append((clock.total, clock.full))
         return cpu, wall, results
 
     # warm-up, then validation of one batch of each
@@ -1139,12 +1144,21 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
         + "; ".join(f"{mode} ÷ pydantic-ai {per_run[mode] / peer_run:.2f}×" for mode in modes)
     )
     print(
-        "  of which in the cyclic GC, per run (gc.callbacks, median of the rounds): "
-        + ", ".join(
-            f"{side} {fmt_us(median(in_gc[side]) / runs)}"
-            for side in ["floor", "kernel", "pydantic-ai", *modes]
+        "  time in the garbage collector per run (gc.callbacks, CPU clock, median of the "
+        "rounds; full collections per batch): "
+        + "; ".join(
+            f"{side} {fmt_us(median(t for t, _ in in_gc[side]) / runs)} "
+            f"({', '.join(str(n) for _, n in in_gc[side])})"
+            for side in ["floor", "kernel", "pydantic-ai"]
         )
     )
+    for mode in modes:
+        spent = median(t for t, _ in in_gc[mode]) / runs
+        print(
+            f"  {mode}: time in the garbage collector per run: {fmt_us(spent)} = "
+            f"{spent / per_run[mode]:.0%} of the orchestration CPU; full collections per "
+            "batch: " + ", ".join(str(n) for _, n in in_gc[mode])
+        )
     if "durable" in modes:
         three, every = (median(floor_cpu[False]) / runs, median(floor_cpu[True]) / runs)
         print(

@@ -59,7 +59,8 @@ class AbortSignal:
     def __init__(self) -> None:
         self._aborted = False
         self._reason: Any = None
-        self._callbacks: list[Callable[[], None]] = []
+        #: made with the first callback (most signals never get one held while a run waits)
+        self._callbacks: list[Callable[[], None]] | None = None
         self._event: anyio.Event | None = None
 
     @property
@@ -91,13 +92,11 @@ class AbortSignal:
         if self._aborted:
             callback()
             return _noop
-        self._callbacks.append(callback)
-
-        def remove() -> None:
-            with suppress(ValueError):
-                self._callbacks.remove(callback)
-
-        return remove
+        callbacks = self._callbacks
+        if callbacks is None:
+            callbacks = self._callbacks = []
+        callbacks.append(callback)
+        return _Remover(self, callback)
 
     async def wait(self) -> None:
         """Return once the signal is aborted."""
@@ -119,8 +118,8 @@ class AbortSignal:
             return
         self._aborted = True
         self._reason = reason
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
             callback()
         if self._event is not None:
             self._event.set()
@@ -144,18 +143,19 @@ class _LinkedCancelScope:
 
     def __enter__(self) -> anyio.CancelScope:
         scope = self._scope = anyio.CancelScope()
-        signal, ignore_handoff = self._signal, self._ignore_handoff
-
-        def cancel() -> None:
-            if not (ignore_handoff and is_turn_handoff_abort(signal)):
-                scope.cancel()
-
-        self._remove = signal.add_callback(cancel)  # cancels now if already aborted
+        # this object is the callback (``__call__``): no closure per scope entered
+        self._remove = self._signal.add_callback(self)  # cancels now if already aborted
         try:
             return scope.__enter__()
         except BaseException:
             self._remove()
             raise
+
+    def __call__(self) -> None:
+        """The signal fired: cancel the scope (unless it is a handoff we ignore)."""
+        if not (self._ignore_handoff and is_turn_handoff_abort(self._signal)):
+            assert self._scope is not None
+            self._scope.cancel()
 
     def __exit__(
         self,
@@ -207,3 +207,20 @@ def is_abort_error(error: BaseException) -> bool:
 
 def _noop() -> None:
     return None
+
+
+class _Remover:
+    """What ``AbortSignal.add_callback`` returns: takes the callback off the signal's list
+    (one small object instead of a closure with its cells; a run holds several)."""
+
+    __slots__ = ("_callback", "_signal")
+
+    def __init__(self, signal: AbortSignal, callback: Callable[[], None]) -> None:
+        self._signal = signal
+        self._callback = callback
+
+    def __call__(self) -> None:
+        callbacks = self._signal._callbacks  # the list of now: a fired signal has none
+        if callbacks is not None:
+            with suppress(ValueError):
+                callbacks.remove(self._callback)

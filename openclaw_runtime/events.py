@@ -353,7 +353,8 @@ class EventStream(Generic[E, R]):
         self._is_complete = is_complete
         self._extract_result = extract_result
         self._source = source
-        self._queue: deque[E] = deque()
+        #: made with the first ``push`` (a stream fed by a source never queues anything)
+        self._queue: deque[E] | None = None
         self._done = False
         self._result: Any = _UNSET
         self._error: BaseException | None = None
@@ -368,7 +369,10 @@ class EventStream(Generic[E, R]):
         if self._is_complete(event):
             self._done = True
             self._result = self._extract_result(event)
-        self._queue.append(event)
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = deque()
+        queue.append(event)
         self._notify()
 
     def end(self, result: Any = _UNSET) -> None:
@@ -405,8 +409,9 @@ class EventStream(Generic[E, R]):
 
     async def __anext__(self) -> E:
         while True:
-            if self._queue:
-                return self._queue.popleft()
+            queue = self._queue
+            if queue:
+                return queue.popleft()
             if self._done:
                 raise StopAsyncIteration
             source = self._source

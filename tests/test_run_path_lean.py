@@ -268,9 +268,9 @@ async def test_the_splitter_flattened_into_the_repairers_streams_as_nested(
 
     flat = with_reply_tag_splitting(repaired, enforce_final_tag=enforce)
     nested = with_reply_tag_splitting(hidden, enforce_final_tag=enforce)
-    base, stages = flat.__repair_chain__  # type: ignore[attr-defined]
-    assert base is provider and len(stages) == len(RUNTIME_CHAINS[chain]()) + 1
-    assert flat.__wrapped__ is repaired  # type: ignore[attr-defined]
+    stages = flat.chain  # type: ignore[attr-defined]
+    assert len(stages) == len(RUNTIME_CHAINS[chain]()) + 1  # joined, not wrapped
+    assert flat.__wrapped__ is provider  # type: ignore[attr-defined]
     assert await _drain(flat, tools) == await _drain(nested, tools)
 
 
@@ -574,13 +574,14 @@ def test_the_auth_order_without_profiles_is_the_general_answer(case: str, provid
 
 
 async def test_the_split_form_of_a_function_is_made_once_and_streams_apart() -> None:
-    """One split function per provider function and mode; two streams through it at once
-    each split their own text (the splitter belongs to the stream, not the function)."""
+    """One split function per repaired function and mode; two streams through split
+    functions at once each split their own text (the splitter belongs to the stream)."""
     provider = _scripted(["<think>a</think>", "one"], "done")
     other = _scripted(["<think>b</think>", "two"], "done")
-    split = with_reply_tag_splitting(provider)
-    assert with_reply_tag_splitting(provider) is split
-    assert with_reply_tag_splitting(provider, enforce_final_tag=True) is not split
+    repaired = apply_stream_repairers(provider, [PlainTextToolCallRepairer()])
+    split = with_reply_tag_splitting(repaired)
+    assert with_reply_tag_splitting(repaired) is split
+    assert with_reply_tag_splitting(repaired, enforce_final_tag=True) is not split
     assert with_reply_tag_splitting(other) is not split
     context = Context("system", [UserMessage(content="hi")], [])
     first = split(fake_model(), context, StreamOptions())

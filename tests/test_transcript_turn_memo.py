@@ -139,7 +139,7 @@ def test_the_builtin_hook_uses_the_memo_and_other_plugins_still_answer_first(
         MemoizedTurns(loop.messages, other), policy
     )
     assert (validated, plugin) == (loop.messages[:1], "mine")
-    assert other._inputs == []  # only the built-in reads the memo
+    assert not other._inputs  # only the built-in reads the memo (it starts empty)
 
 
 @tool

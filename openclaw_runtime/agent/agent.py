@@ -59,34 +59,46 @@ BUSY_TEXT = (
 
 
 class PendingMessageQueue:
-    """Messages waiting for a drain point; ``one-at-a-time`` releases only the oldest."""
+    """Messages waiting for a drain point; ``one-at-a-time`` releases only the oldest.
+
+    The deque is made with the first message: every live run has two queues, and most never
+    get a message while the run waits on its model."""
+
+    __slots__ = ("_messages", "mode")
 
     def __init__(self, mode: QueueMode = "one-at-a-time") -> None:
         self.mode: QueueMode = mode
-        self._messages: deque[Any] = deque()
+        self._messages: deque[Any] | None = None
 
     def enqueue(self, message: Any) -> None:
         """Add a message at the back."""
-        self._messages.append(message)
+        messages = self._messages
+        if messages is None:
+            messages = self._messages = deque()
+        messages.append(message)
 
     def has_items(self) -> bool:
         """True when something waits."""
         return bool(self._messages)
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._messages) if self._messages is not None else 0
 
     def drain(self) -> list[Any]:
         """Take everything (``all``) or the oldest message (``one-at-a-time``)."""
+        messages = self._messages
+        if not messages:
+            return []
         if self.mode == "all":
-            drained = list(self._messages)
-            self._messages.clear()
+            drained = list(messages)
+            messages.clear()
             return drained
-        return [self._messages.popleft()] if self._messages else []
+        return [messages.popleft()]
 
     def clear(self) -> None:
         """Drop everything."""
-        self._messages.clear()
+        if self._messages is not None:
+            self._messages.clear()
 
 
 @dataclass

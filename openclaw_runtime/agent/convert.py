@@ -14,6 +14,7 @@ message at every request of the run, equal to what a fresh conversion gives.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 from .types import default_convert_to_llm
@@ -27,8 +28,8 @@ class PrefixConverter:
     __slots__ = ("_inputs", "_outputs")
 
     def __init__(self) -> None:
-        self._inputs: list[Any] = []
-        self._outputs: list[Any] = []
+        self._inputs: Sequence[Any] = ()  # no containers until the first call
+        self._outputs: Sequence[Any] = ()
 
     def __call__(self, messages: list[Any]) -> list[Any]:
         seen = self._inputs

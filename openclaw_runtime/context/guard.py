@@ -396,14 +396,14 @@ class _HistoryTokens:
     and adds some only measures what was added (the sum is the same integer either way)."""
 
     def __init__(self) -> None:
-        self._messages: list[Any] = []
+        self._messages: list[Any] | None = None  # made with the first estimate
         self._tokens = 0
 
     def __call__(
         self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
     ) -> int:
         seen = self._messages
-        if _starts_with(messages, seen):
+        if seen is not None and _starts_with(messages, seen):
             added = messages[len(seen) :]
             self._tokens += sum(map(estimate_new_message_token_pressure, added))
             seen.extend(added)

@@ -43,10 +43,11 @@ class ToolResultProjectionState:
     """Per tool call id: the original's fingerprint and the projection that was sent."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, _Projection] = {}
+        # made with the first projection kept (most runs never cut a tool result)
+        self._entries: dict[str, _Projection] | None = None
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) if self._entries is not None else 0
 
     def project(self, message: Any, max_chars: int, project: ProjectFn, measure: MeasureFn) -> Any:
         """``project(message, max_chars)``, or the earlier projection of the same original
@@ -54,7 +55,8 @@ class ToolResultProjectionState:
         if not isinstance(message, ToolResultMessage):
             return project(message, max_chars)
         key = message.tool_call_id
-        earlier = self._entries.get(key)
+        entries = self._entries
+        earlier = entries.get(key) if entries is not None else None
         # the fingerprint (a JSON dump and a hash) only when there is one to compare or keep:
         # most results fit as they are (a first request after a restart meets thousands)
         fingerprint = None if earlier is None else tool_result_fingerprint(message)
@@ -62,15 +64,20 @@ class ToolResultProjectionState:
             return earlier.projected
         projected = project(message, max_chars)
         if projected is message:
-            self._entries.pop(key, None)  # it fits as it is: nothing to remember
+            if entries is not None:
+                entries.pop(key, None)  # it fits as it is: nothing to remember
         else:
             if fingerprint is None:
                 fingerprint = tool_result_fingerprint(message)
-            self._entries[key] = _Projection(fingerprint, measure(projected), projected)
+            if entries is None:
+                entries = self._entries = {}
+            entries[key] = _Projection(fingerprint, measure(projected), projected)
         return projected
 
     def forget(self, tool_call_id: str | None = None) -> None:
         """Drop one remembered projection (or all), e.g. after the transcript was rewritten."""
+        if self._entries is None:
+            return
         if tool_call_id is None:
             self._entries.clear()
         else:

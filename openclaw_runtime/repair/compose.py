@@ -22,6 +22,7 @@ it holds and passes the stream through); the plugin formats it is given stay gua
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
@@ -38,6 +39,7 @@ __all__ = [
     "StreamTransformer",
     "apply_stream_repairers",
     "bind_tool_call_formats",
+    "extend_stream_repairers",
     "guard_stream_repairer",
     "guard_stream_repairers",
     "is_builtin_plugin",
@@ -107,34 +109,77 @@ def apply_stream_repairers(
 ) -> StreamFn:
     """``stream_fn`` with every transformer applied to its stream, in order.
 
-    With no transformers the provider's ``stream_fn`` is returned as it is. A ``stream_fn``
-    that is itself a repaired one is flattened: its transformers, then these, over its
-    provider, in one stream (what the nested streams gave, one stream and generator less
-    per model call).
+    With no transformers the provider's ``stream_fn`` is returned as it is.
     """
     chain = tuple(transformers)
-    wrapped = stream_fn
     if not chain:
         return stream_fn
     for transformer in chain:
         if not callable(transformer):
             raise TypeError(f"stream repairer {transformer!r} is not callable")
-    base, inner = getattr(stream_fn, "__repair_chain__", (stream_fn, ()))
-    if inner:
-        # repairers over repairers (the reply-tag splitter over the runtime's): one layer of
-        # the same transformers in the same order, not a stream and a generator per level
-        stream_fn, chain = base, (*inner, *chain)
+    return _RepairedStreamFn(stream_fn, chain)
 
-    def repaired_stream_fn(
-        model: Model, context: Context, options: StreamOptions
+
+class _RepairedStreamFn:
+    """What ``apply_stream_repairers`` returns: a ``StreamFn`` whose stream runs ``chain``
+    over ``__wrapped__``'s events. A small object rather than a closure (its cells, its
+    attribute dict), and it keeps the chains ``extend_stream_repairers`` made from it, so an
+    attempt that adds the same transformers to the runtime's repaired function (every attempt
+    adds the reply-tag splitter) allocates nothing."""
+
+    __slots__ = ("__wrapped__", "_extended", "chain")
+
+    def __init__(self, stream_fn: StreamFn, chain: tuple[StreamTransformer, ...]) -> None:
+        self.__wrapped__ = stream_fn
+        self.chain = chain
+        self._extended: list[_RepairedStreamFn] | None = None
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream:
         return AssistantMessageEventStream(
-            _repaired_events(stream_fn, chain, model, context, options)
+            _repaired_events(self.__wrapped__, self.chain, model, context, options)
         )
 
-    repaired_stream_fn.__wrapped__ = wrapped  # type: ignore[attr-defined]
-    repaired_stream_fn.__repair_chain__ = (stream_fn, chain)  # type: ignore[attr-defined]
-    return repaired_stream_fn
+    def extended(self, chain: tuple[StreamTransformer, ...]) -> _RepairedStreamFn:
+        """This chain followed by ``chain`` (kept: the same extension is asked for again)."""
+        made = self._extended
+        if made is None:
+            made = self._extended = []
+        size = len(self.chain)
+        for known in made:
+            tail = known.chain[size:]
+            if len(tail) == len(chain) and all(map(operator.is_, tail, chain)):
+                return known
+        extended = apply_stream_repairers(self.__wrapped__, (*self.chain, *chain))
+        assert isinstance(extended, _RepairedStreamFn)
+        if len(made) < _KEPT_EXTENSIONS:
+            made.append(extended)
+        return extended
+
+
+#: How many extensions a repaired function keeps (the reply-tag splitter comes in two).
+_KEPT_EXTENSIONS = 4
+
+
+def extend_stream_repairers(
+    stream_fn: StreamFn, transformers: Iterable[StreamTransformer]
+) -> StreamFn:
+    """``apply_stream_repairers(stream_fn, transformers)``, but when ``stream_fn`` was itself
+    made by ``apply_stream_repairers`` the transformers join its chain instead of wrapping it:
+    one repaired stream (an event stream and two generator layers per event) fewer held by
+    every model call in flight.
+
+    Only for transformers that yield nothing after their input ends or raises (the reply-tag
+    splitter): then both give the same events, the same error and the same closing order.
+    """
+    chain = tuple(transformers)
+    if not chain or not isinstance(stream_fn, _RepairedStreamFn):
+        return apply_stream_repairers(stream_fn, chain)
+    for transformer in chain:
+        if not callable(transformer):
+            raise TypeError(f"stream repairer {transformer!r} is not callable")
+    return stream_fn.extended(chain)
 
 
 def bind_tool_call_formats(

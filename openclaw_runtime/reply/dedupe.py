@@ -57,14 +57,19 @@ class MessagingToolTracker:
     """Pending and committed messaging-tool sends of one run."""
 
     def __init__(self, messaging_tools: Iterable[str] = DEFAULT_MESSAGING_TOOLS) -> None:
-        self.messaging_tools = frozenset(n.strip().lower() for n in messaging_tools)
-        self._pending: dict[str, str] = {}
-        self._committed: deque[str] = deque(maxlen=MAX_TRACKED_SENDS)
+        self.messaging_tools = (
+            DEFAULT_MESSAGING_TOOLS  # already normalized: not a set per run
+            if messaging_tools is DEFAULT_MESSAGING_TOOLS
+            else frozenset(n.strip().lower() for n in messaging_tools)
+        )
+        # made with the first messaging send (most runs make none)
+        self._pending: dict[str, str] | None = None
+        self._committed: deque[str] | None = None
 
     @property
     def sent_texts(self) -> list[str]:
         """Committed sends, oldest first."""
-        return list(self._committed)
+        return list(self._committed or ())
 
     def did_send(self) -> bool:
         """At least one send was committed (OpenClaw's ``didSendViaMessagingTool``)."""
@@ -74,10 +79,14 @@ class MessagingToolTracker:
         """A tool call began: remember its text if it is a messaging send."""
         text = messaging_send_text(tool_name, args, messaging_tools=self.messaging_tools)
         if text is not None:
+            if self._pending is None:
+                self._pending = {}
             self._pending[tool_call_id] = text
 
     def tool_ended(self, tool_call_id: str, *, is_error: bool) -> None:
         """A tool call ended: commit its send when it succeeded, forget it otherwise."""
-        text = self._pending.pop(tool_call_id, None)
+        text = None if self._pending is None else self._pending.pop(tool_call_id, None)
         if text is not None and not is_error:
+            if self._committed is None:
+                self._committed = deque(maxlen=MAX_TRACKED_SENDS)
             self._committed.append(text)

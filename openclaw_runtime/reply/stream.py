@@ -20,7 +20,6 @@ not fed back to it as if it were the visible answer.
 
 from __future__ import annotations
 
-import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -41,7 +40,7 @@ from ..events import (
 )
 from ..llm import Context, StreamFn
 from ..messages import AssistantMessage, TextContent, ThinkingContent
-from ..repair.compose import apply_stream_repairers
+from ..repair.compose import extend_stream_repairers
 from .tag_free import splits_to_itself
 from .tags import ReplyTagSplitter, Segment
 
@@ -221,29 +220,28 @@ async def split_reply_tag_events(
         yield event
 
 
+class _TagSplitting:
+    """``split_reply_tag_events`` as a stream transformer (one per ``enforce_final_tag``
+    value, made once: every attempt wraps its stream function with it)."""
+
+    __slots__ = ("enforce_final_tag",)
+
+    def __init__(self, enforce_final_tag: bool) -> None:
+        self.enforce_final_tag = enforce_final_tag
+
+    def __call__(
+        self, events: AsyncIterator[AssistantMessageEvent], context: Context
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return split_reply_tag_events(events, context, enforce_final_tag=self.enforce_final_tag)
+
+
+_SPLITTING = (_TagSplitting(False), _TagSplitting(True))
+
+
 def with_reply_tag_splitting(stream_fn: StreamFn, *, enforce_final_tag: bool = False) -> StreamFn:
     """``stream_fn`` whose streams have their reasoning tags split out (see the module doc).
 
-    Every attempt asks, mostly for the runtime's one repaired function per API: a plain
-    function keeps its split forms on itself (``__reply_split__``, by final-tag mode; they
-    hold no per-stream state — each stream gets its own splitter) and gets the same one
-    back; other callables get a new one each time."""
-    if type(stream_fn) is not types.FunctionType:
-        return _with_reply_tag_splitting(stream_fn, enforce_final_tag)
-    known: dict[bool, StreamFn] | None = stream_fn.__dict__.get("__reply_split__")
-    if known is None:
-        known = {}
-        stream_fn.__reply_split__ = known  # type: ignore[attr-defined]
-    split = known.get(enforce_final_tag)
-    if split is None:
-        split = known[enforce_final_tag] = _with_reply_tag_splitting(stream_fn, enforce_final_tag)
-    return split
-
-
-def _with_reply_tag_splitting(stream_fn: StreamFn, enforce_final_tag: bool) -> StreamFn:
-    def transformer(
-        events: AsyncIterator[AssistantMessageEvent], context: Context
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return split_reply_tag_events(events, context, enforce_final_tag=enforce_final_tag)
-
-    return apply_stream_repairers(stream_fn, [transformer])
+    The splitter yields nothing after its input ends or raises, so when ``stream_fn`` already
+    runs stream repairers it joins their chain (``extend_stream_repairers``) rather than
+    wrapping a second repaired stream around them."""
+    return extend_stream_repairers(stream_fn, (_SPLITTING[bool(enforce_final_tag)],))

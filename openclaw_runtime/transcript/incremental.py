@@ -43,19 +43,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from .entries import parse_timestamp_ms
 from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
-from .sanitize import (
-    BUILTIN_SANITIZERS,
-    OnError,
-    SanitizerSpec,
-    _as_spec,
-    run_transcript_sanitizers,
-)
+from .sanitize import OnError, SanitizerSpec, run_transcript_sanitizers
+from .stage_specs import StageSpecs, stage_specs
 from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_id,
@@ -72,7 +68,7 @@ __all__ = [
     "find_tool_loop_boundary",
 ]
 
-_BUILTIN_FNS = frozenset(spec.fn for spec in BUILTIN_SANITIZERS)
+_NO_IDS: frozenset[str] = frozenset()
 
 
 def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
@@ -315,17 +311,18 @@ class IncrementalSanitizer:
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] | None = None
-        self._inputs: list[Any] = []
-        self._outputs: list[Any] = []
+        # empty: the shared empty tuple and frozenset, not containers per session (a fresh
+        # session's first request finds no boundary and stays empty while it waits)
+        self._inputs: Sequence[Any] = ()
+        self._outputs: Sequence[Any] = ()
         #: The tool-call ids ``_inputs`` name. Some rules look across the whole history by id
         #: (a signed-thinking turn is dropped when it reuses an earlier call's id with its
         #: result displaced; a late real result replaces an earlier synthetic one), so a part
         #: still to sanitize that names an id of the cached part runs in full.
-        self._prefix_ids: set[str] = set()
+        self._prefix_ids: AbstractSet[str] = _NO_IDS
         self._loop: _LoopCache | None = None
-        self._seen_sanitizers: (
-            tuple[list[Any], list[SanitizerSpec], bool, tuple[tuple[str, int], ...]] | None
-        ) = None
+        #: The stages' specs (``transcript.stage_specs``: shared by every session).
+        self._seen_sanitizers: StageSpecs | None = None
         #: Called with the history and the cache key when nothing is cached (a cold start):
         #: how many leading messages are known to sanitize to themselves (a persisted
         #: checkpoint, ``transcript.replay_checkpoint``); 0 when unknown.
@@ -410,7 +407,7 @@ class IncrementalSanitizer:
                 ids = None if self.restored_ids is None else self.restored_ids()
                 self._prefix_ids = ids if ids is not None else _call_ids(self._inputs)
         start = 0
-        head: list[Any] = []
+        head: Sequence[Any] = ()
         if (
             key == self._key
             and _extends(self._inputs, messages)
@@ -433,8 +430,8 @@ class IncrementalSanitizer:
                 self._inputs = list(messages[:boundary])
                 self._outputs = [*head, *tail[:position]]
         elif start == 0:
-            self._key, self._inputs, self._outputs = None, [], []
-            self._prefix_ids = set()
+            self._key, self._inputs, self._outputs = None, (), ()
+            self._prefix_ids = _NO_IDS
         if self._key == key and self._inputs:
             self._open_loop(key, messages, out, len(self._inputs), len(self._outputs))
         elif messages and role_of(messages[0]) == "user":
@@ -443,22 +440,15 @@ class IncrementalSanitizer:
 
     def _specs_of(
         self, sanitizers: Sequence[Any]
-    ) -> tuple[list[SanitizerSpec], bool, tuple[tuple[str, int], ...]]:
+    ) -> tuple[tuple[SanitizerSpec, ...], bool, tuple[tuple[str, int], ...]]:
         """The stages as specs, whether all are built-in, and their names and orders (part of
-        the cache key); worked out again only when the sanitizers are other objects than at
-        the previous call (an attempt passes the same ones before every request)."""
+        the cache key); looked up again only when the sanitizers are other objects than at
+        the previous call (an attempt passes the same ones before every request), and then
+        shared with every session handed the same objects (``transcript.stage_specs``)."""
         seen = self._seen_sanitizers
-        if (
-            seen is not None
-            and len(seen[0]) == len(sanitizers)
-            and all(map(operator.is_, seen[0], sanitizers))
-        ):
-            return seen[1], seen[2], seen[3]
-        specs = [_as_spec(item) for item in sanitizers]
-        builtin_only = all(spec.fn in _BUILTIN_FNS for spec in specs)
-        stages = tuple((spec.name, spec.order) for spec in specs)
-        self._seen_sanitizers = (list(sanitizers), specs, builtin_only, stages)
-        return specs, builtin_only, stages
+        if seen is None or not seen.made_from(sanitizers):
+            seen = self._seen_sanitizers = stage_specs(sanitizers)
+        return seen.specs, seen.builtin_only, seen.stages
 
     def _open_loop(
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
@@ -473,7 +463,9 @@ class IncrementalSanitizer:
         context = list(messages[user : found.context_end])
         if role_of(messages[0]) == "compactionSummary":
             context.insert(0, messages[0])
-        ids = (self._prefix_ids if user else set()) | _call_ids(messages[user : found.index])
+        ids = _call_ids(messages[user : found.index])
+        if user:
+            ids |= self._prefix_ids
         inputs = list(messages[: found.index])
         stamp = None
         if role_of(context[0]) == "compactionSummary":

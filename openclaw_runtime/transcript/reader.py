@@ -87,7 +87,7 @@ class SessionReader:
         self._write_lock = _uncontended_fast_lock()
         self._lock_file_ready = False  # the session's lock file is known to exist
         self._message_cache: dict[int, Any] = {}
-        self._missing_parents: set[str] = set()
+        self._missing_parents: set[str] | None = None  # made with the first one reported
         # the active branch, kept across appends (a turn asks for it many times)
         self._branch_cache: tuple[str | None, list[dict[str, Any]]] | None = None
         self._context_cache: tuple[str | None, SessionContext] | None = None
@@ -146,8 +146,11 @@ class SessionReader:
         missing: list[str] = []
         path = path_to_root(entry_id, self._tree.by_id, self._tree.logical_parents, missing=missing)
         for parent_id in missing:
-            if parent_id not in self._missing_parents:
-                self._missing_parents.add(parent_id)
+            reported = self._missing_parents
+            if reported is None:
+                reported = self._missing_parents = set()
+            if parent_id not in reported:
+                reported.add(parent_id)
                 self._report(
                     f"session {self.path.name}: entry {parent_id} is missing; the branch "
                     "starts after it"

@@ -253,6 +253,12 @@ class CheckpointSource(Protocol):
         ...
 
 
+def _nothing() -> None:
+    """The referent of a disabled checkpointer's references: none (no weak reference per
+    session that keeps no checkpoint: memory and Redis sessions)."""
+    return None
+
+
 class ReplayCheckpointer:
     """Restores one session's sanitizer from its side file, and records it back.
 
@@ -269,8 +275,11 @@ class ReplayCheckpointer:
         #: False for sessions that are not a file (Redis, memory): no side file is read or
         #: written, and the sanitizer starts empty after a restart as before.
         self.enabled = enabled
-        self._source_ref = weakref.ref(source)
-        self._sanitizer_ref = weakref.ref(sanitizer)
+        self._source_ref: Callable[[], CheckpointSource | None] = _nothing
+        self._sanitizer_ref: Callable[[], IncrementalSanitizer | None] = _nothing
+        if enabled:  # a disabled one never reads them (each entry point returns first)
+            self._source_ref = weakref.ref(source)
+            self._sanitizer_ref = weakref.ref(sanitizer)
         self._tried = False
         self._recorded: tuple[str, int] | None = None
         #: the side file as this object first read it (``_UNREAD``: not read yet)

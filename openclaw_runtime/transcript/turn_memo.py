@@ -41,8 +41,8 @@ class TurnValidationMemo:
     __slots__ = ("_inputs", "_outputs", "_policy")
 
     def __init__(self) -> None:
-        self._inputs: list[Any] = []
-        self._outputs: list[Any] = []
+        self._inputs: Sequence[Any] = ()  # no containers until the first call
+        self._outputs: Sequence[Any] = ()
         self._policy: TranscriptPolicy | None = None
 
     def __call__(self, messages: Sequence[Any], policy: TranscriptPolicy) -> list[Any]:
