@@ -13,8 +13,11 @@ redacted before it is written, like everything the steering store keeps.
 
 The lock file is made by the first process that pushes (a pusher creates it before it reads
 the owner file), not by every run: while it does not exist, nobody has pushed, so the owner
-writes and removes its owner file without it (``open_sync``/``close_sync``; after removing the
-owner file it looks again, and drains under the lock if a pusher came meanwhile). A fresh
+writes its owner file without it (``open_sync``). The owner removes its owner file without the
+lock in any case (``close_sync``), then looks for the lock file once, and drains under the lock
+when there is one (a pusher came, now or in an earlier run): a pusher that read the owner file
+before the removal appended under the lock, and the drain waits for that lock; one that reads
+it after finds no owner and refuses. A fresh
 session's run thus creates one file here (the owner file), not two. Runs of one session do
 not overlap (its session lane), so the owner file has one writer at a time.
 """
@@ -158,25 +161,20 @@ class FileLiveInbox:
                 os.unlink(owner)
             return True
 
-        def apply(owner: str, inbox: str) -> list[LiveMessage]:
-            return _read_and_remove(inbox) if give_up(owner) else []
-
         owner, _inbox, lock = self._paths(session_id)
+        try:
+            if not give_up(owner):  # a later run took it over: its messages stay
+                return []
+        except OSError as exc:
+            raise self._unusable(exc) from None
         if not os.path.exists(lock):
-            try:
-                if not give_up(owner):  # nobody pushed: nothing to drain
-                    return []
-            except OSError as exc:
-                raise self._unusable(exc) from None
-            if not os.path.exists(lock):
-                return []  # a pusher that locks from now on finds no owner and refuses
-            # a pusher came meanwhile: what it appended is drained under the lock
+            return []  # nobody ever pushed; a pusher that locks from now on finds no owner
+        # a pusher made the lock (now or before): what it appended is drained under the lock
 
-            def drain(_owner: str, inbox: str) -> list[LiveMessage]:
-                return _read_and_remove(inbox)
+        def drain(_owner: str, inbox: str) -> list[LiveMessage]:
+            return _read_and_remove(inbox)
 
-            return cast("list[LiveMessage]", self._locked(session_id, drain, timeout=timeout))
-        return cast("list[LiveMessage]", self._locked(session_id, apply, timeout=timeout))
+        return cast("list[LiveMessage]", self._locked(session_id, drain, timeout=timeout))
 
     # everyone else -----------------------------------------------------------------------------
 

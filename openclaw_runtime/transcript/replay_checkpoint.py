@@ -359,6 +359,15 @@ class ReplayCheckpointer:
             return None
         return checkpoint.messages, checkpoint.tokens
 
+    def start_empty(self) -> None:
+        """The session's file was just created by this process (``create_exclusive``), so no
+        side file describes it: none is read (a fresh session's run skipped an ``open`` that
+        fails). A side file left at the name by an earlier session file of the same id
+        describes other bytes (its header's timestamp, its entries' random ids): ``restore``
+        would reject it, so reading it or not gives the same answers; ``record`` replaces it."""
+        if self._checkpoint is _UNREAD:
+            self._checkpoint = None
+
     def _load(self) -> ReplayCheckpoint | None:
         """The side file, read once (a cold start asks for it twice)."""
         if self._checkpoint is _UNREAD:

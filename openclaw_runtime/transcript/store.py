@@ -128,6 +128,7 @@ class SessionManager(SessionRewriter):
             file_state=(stat.st_ino, stat.st_size),
         )
         manager._lock_file_ready = _make_lock_file(manager._lock_key)
+        manager.replay_checkpoint.start_empty()  # a file made just now: no side file is its
         return manager
 
     @classmethod
