@@ -1,0 +1,186 @@
+"""The attempt's callbacks as slots objects give what the closures they replace gave (issue 13).
+
+``_Pipeline`` (the per-request history pipeline) and ``_AttemptTurn`` (the loop guard, the
+abort link, the getters) are compared with the closure forms ``_run_attempt`` used before,
+copied here as the reference, on tables of histories and tool-call rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from openclaw_runtime.abort import AbortController, AbortSignal
+from openclaw_runtime.agent.types import AgentContext, TurnContext
+from openclaw_runtime.messages import AssistantMessage, ToolCall
+from openclaw_runtime.runner.attempt import AttemptOutcome, _AttemptTurn, _Pipeline
+from openclaw_runtime.runner.recovery import PostCompactionLoopGuard
+from openclaw_runtime.transcript import resolve_transcript_policy
+from openclaw_runtime.transcript.incremental import IncrementalSanitizer
+from openclaw_runtime.transcript.replay import validate_replay_turns
+from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
+from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
+from tests.test_transcript_incremental import ToolLoopHistory, dumped
+
+POLICIES = {
+    "responses": resolve_transcript_policy("openai-responses", "openai", "gpt-5"),
+    "anthropic, read only": resolve_transcript_policy(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4",
+        model_reasoning=True,
+        allowed_tool_names=["read"],
+    ),
+    "completions": resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
+}
+
+
+def _closure_pipeline(spec: Any) -> Callable[[list[Any], AbortSignal | None], list[Any]]:
+    """``attempt._pipeline`` as it was (a closure), the reference."""
+    policy = spec.policy
+    sanitizers = list(spec.sanitizers)
+    validate = spec.validate_turns
+    on_error = spec.on_sanitizer_error
+
+    incremental = spec.session.replay_sanitizer
+    turns = TurnValidationMemo()
+
+    def transform(messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
+        sanitized = incremental.run(messages, policy, sanitizers, on_error=on_error)
+        validated = validate(MemoizedTurns(sanitized, turns), policy)
+        return sanitized if validated is None else validated
+
+    return transform
+
+
+def _plugin_sanitizer(messages: list[Any], _policy: Any) -> list[Any]:
+    """A sanitizer that is not built in: the incremental sanitizer takes the full path."""
+    return list(messages)
+
+
+VALIDATORS: dict[str, Callable[[list[Any], Any], list[Any] | None]] = {
+    "built-in": lambda messages, policy: validate_replay_turns(list(messages), policy),
+    "none": lambda _messages, _policy: None,
+}
+SANITIZERS: dict[str, list[Any]] = {
+    "built-in": list(BUILTIN_SANITIZERS),
+    "with a plugin's": [
+        *BUILTIN_SANITIZERS,
+        SanitizerSpec("copy", _plugin_sanitizer, order=150, plugin="p"),
+    ],
+}
+
+
+def _spec(policy: Any, sanitizers: list[Any], validate: Any, faults: list[Any]) -> Any:
+    return SimpleNamespace(
+        policy=policy,
+        sanitizers=tuple(sanitizers),
+        validate_turns=validate,
+        on_sanitizer_error=lambda *args: faults.append(args),
+        session=SimpleNamespace(replay_sanitizer=IncrementalSanitizer()),
+    )
+
+
+@pytest.mark.parametrize("validator", sorted(VALIDATORS))
+@pytest.mark.parametrize("sanitizers", sorted(SANITIZERS))
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pipeline_object_answers_as_the_closure(
+    seed: int, policy_name: str, sanitizers: str, validator: str
+) -> None:
+    policy = POLICIES[policy_name]
+    slow_faults: list[Any] = []
+    fast_faults: list[Any] = []
+    slow = _closure_pipeline(
+        _spec(policy, SANITIZERS[sanitizers], VALIDATORS[validator], slow_faults)
+    )
+    fast = _Pipeline(_spec(policy, SANITIZERS[sanitizers], VALIDATORS[validator], fast_faults))
+    history = ToolLoopHistory(seed)
+    requests = 0
+    for turn in range(5):
+        if turn == 3:
+            history.compact()
+        history.user() if history.rng.random() < 0.85 else history.turn()
+        for _ in range(history.rng.randint(2, 8)):
+            history.step()
+            expected = slow(list(history.messages), None)
+            got = fast(list(history.messages), None)
+            assert dumped(got) == dumped(expected), (seed, turn)
+            requests += 1
+    assert requests > 10
+    assert fast_faults == slow_faults
+
+
+def _turn(calls: list[tuple[str, dict[str, Any]]]) -> TurnContext:
+    message = AssistantMessage(
+        content=[
+            ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(calls)
+        ],
+        stop_reason="toolUse" if calls else "stop",
+    )
+    return TurnContext(message, [], AgentContext("", [], []), [])
+
+
+ROUNDS: dict[str, list[list[tuple[str, dict[str, Any]]]]] = {
+    "same round three times": [[("read", {"p": "a"})]] * 3,
+    "same round, argument order differs": [
+        [("read", {"p": "a", "q": 1})],
+        [("read", {"q": 1, "p": "a"})],
+        [("read", {"p": "a", "q": 1})],
+    ],
+    "a text turn in between": [[("read", {"p": "a"})], [], [("read", {"p": "a"})]] * 2,
+    "different rounds": [[("read", {"p": "a"})], [("read", {"p": "b"})], [("exec", {})]],
+    "two calls, order swapped": [
+        [("read", {"p": "a"}), ("exec", {})],
+        [("exec", {}), ("read", {"p": "a"})],
+        [("read", {"p": "a"}), ("exec", {})],
+        [("ls", {})],
+    ],
+}
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+@pytest.mark.parametrize("rounds_name", sorted(ROUNDS))
+def test_the_loop_guard_method_stops_as_the_closure(rounds_name: str, guarded: bool) -> None:
+    slow_outcome = AttemptOutcome(facts=None, new_messages=[])  # type: ignore[arg-type]
+    fast_outcome = AttemptOutcome(facts=None, new_messages=[])  # type: ignore[arg-type]
+    slow_guard = PostCompactionLoopGuard() if guarded else None
+
+    def stop_after_turn(turn: TurnContext) -> bool:  # the closure, as it was
+        if slow_guard is None:
+            return False
+        calls = [(call.name, call.arguments) for call in turn.message.tool_calls()]
+        if slow_guard.observe(calls):
+            slow_outcome.loop_guard_tripped = True
+            return True
+        return False
+
+    this = _AttemptTurn(SimpleNamespace(), fast_outcome, None, AbortController())  # type: ignore[arg-type]
+    this.guard = PostCompactionLoopGuard() if guarded else None
+    answers = []
+    for calls in ROUNDS[rounds_name]:
+        expected = stop_after_turn(_turn(calls))
+        assert this.stop_after_turn(_turn(calls)) is expected
+        answers.append(expected)
+        assert fast_outcome.loop_guard_tripped == slow_outcome.loop_guard_tripped
+    trips = rounds_name not in ("different rounds", "a text turn in between")
+    assert any(answers) is (guarded and trips)
+
+
+def test_the_abort_link_and_getters_read_the_attempt() -> None:
+    run = AbortController()
+    controller = AbortController()
+    spec = SimpleNamespace(run_signal=run.signal, api_key="k-1")
+    this = _AttemptTurn(spec, AttemptOutcome(facts=None, new_messages=[]), None, controller)  # type: ignore[arg-type]
+    this.system_prompt, this.pre_prompt_count = "sys", 7
+    unlink = run.signal.add_callback(this.abort_from_run)
+    assert not controller.signal.aborted
+    reason = RuntimeError("stopped by the user")
+    run.abort(reason)
+    assert controller.signal.aborted and controller.signal.reason is reason
+    unlink()
+    assert (this.get_system_prompt(), this.get_pre_prompt_message_count()) == ("sys", 7)
+    assert this.api_key("openai") == "k-1"
