@@ -7,6 +7,7 @@ copied here as the reference, on tables of histories and tool-call rounds.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +18,10 @@ from openclaw_runtime.abort import AbortController, AbortSignal
 from openclaw_runtime.agent.types import AgentContext, TurnContext
 from openclaw_runtime.messages import AssistantMessage, ToolCall
 from openclaw_runtime.runner.attempt import AttemptOutcome, _AttemptTurn, _Pipeline
+from openclaw_runtime.runner.live import LiveRunRegistry
+from openclaw_runtime.runner.live_run import _live_run_scope, _LiveRunScope, live_run_scope
 from openclaw_runtime.runner.recovery import PostCompactionLoopGuard
+from openclaw_runtime.runner.request import RunRequest
 from openclaw_runtime.transcript import resolve_transcript_policy
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.replay import validate_replay_turns
@@ -184,3 +188,72 @@ def test_the_abort_link_and_getters_read_the_attempt() -> None:
     unlink()
     assert (this.get_system_prompt(), this.get_pre_prompt_message_count()) == ("sys", 7)
     assert this.api_key("openai") == "k-1"
+
+
+# ------------------------------------------------------------------ the live-run scope
+
+
+def _live_run(abort: AbortController | None) -> Any:
+    request = RunRequest(
+        prompt="hi", session_id="s-1", abort_signal=None if abort is None else abort.signal
+    )
+    return SimpleNamespace(
+        session_id="s-1",
+        session_key="k-1",
+        run_id="r-1",
+        config=SimpleNamespace(
+            agent=SimpleNamespace(steering_mode="all", follow_up_mode="one-at-a-time")
+        ),
+        request=request,
+        live=None,
+        services=SimpleNamespace(live_runs=LiveRunRegistry(), steering_store=object()),
+    )
+
+
+async def _through(
+    scope: Callable[[Any], Any], ending: str, caller_abort: bool, caplog: pytest.LogCaptureFixture
+) -> tuple[Any, ...]:
+    abort = AbortController() if caller_abort else None
+    run = _live_run(abort)
+    original = run.request
+    seen: list[Any] = []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="openclaw_runtime"):
+        try:
+            async with scope(run) as handle:
+                seen.append(run.services.live_runs.get("s-1") is handle)
+                seen.append(run.live is handle and run.request.abort_signal is handle.signal)
+                if ending == "pending":
+                    handle.enqueue("steer", "late")
+                if caller_abort and abort is not None:
+                    abort.abort(RuntimeError("caller"))
+                    seen.append(str(handle.signal.reason))
+                if ending == "raises":
+                    raise _Boom("block")
+        except _Boom as exc:
+            seen.append(f"raised {exc}")
+    seen.append(run.services.live_runs.get("s-1"))
+    seen.append(
+        original.abort_signal is (None if abort is None else abort.signal)
+    )  # the caller's is unchanged
+    seen.append([record.getMessage() for record in caplog.records])
+    return tuple(seen)
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("caller_abort", [False, True])
+@pytest.mark.parametrize("ending", ["returns", "raises", "pending"])
+async def test_the_live_run_scope_class_does_what_the_generator_did(
+    anyio_backend: str, ending: str, caller_abort: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = _live_run(None)
+    assert isinstance(live_run_scope(run), _LiveRunScope)  # no inbox: the class form
+    slow = await _through(_live_run_scope, ending, caller_abort, caplog)
+    fast = await _through(_LiveRunScope, ending, caller_abort, caplog)
+    assert fast == slow
+    assert slow[0] is True and slow[-3] is None  # registered in the block, cleared after
+    assert any("were not read" in line for line in slow[-1]) is (ending == "pending")
