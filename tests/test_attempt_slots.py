@@ -7,8 +7,10 @@ copied here as the reference, on tables of histories and tool-call rounds.
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,11 +24,13 @@ from openclaw_runtime.runner.live import LiveRunRegistry
 from openclaw_runtime.runner.live_run import _live_run_scope, _LiveRunScope, live_run_scope
 from openclaw_runtime.runner.recovery import PostCompactionLoopGuard
 from openclaw_runtime.runner.request import RunRequest
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
 from openclaw_runtime.transcript import resolve_transcript_policy
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.replay import validate_replay_turns
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
 from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
+from tests.test_run_recovery import KEYS, build_runtime
 from tests.test_transcript_incremental import ToolLoopHistory, dumped
 
 POLICIES = {
@@ -257,3 +261,36 @@ async def test_the_live_run_scope_class_does_what_the_generator_did(
     assert fast == slow
     assert slow[0] is True and slow[-3] is None  # registered in the block, cleared after
     assert any("were not read" in line for line in slow[-1]) is (ending == "pending")
+
+
+# ------------------------------------------------------------------ nothing kept past the run
+
+
+@pytest.fixture
+def server() -> Iterator[FaultInjectingOpenAIServer]:
+    with FaultInjectingOpenAIServer(models={"main": 64_000, "mini": 64_000}, keys=KEYS) as running:
+        yield running
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_finished_run_leaves_no_attempt_object_for_the_cyclic_collector(
+    anyio_backend: str, tmp_path: Path, server: FaultInjectingOpenAIServer
+) -> None:
+    """The attempt's callback object, its pipeline and the live-run scope are freed by
+    reference counting when the run returns: none of them sits in a reference cycle (the
+    loop's config holds the callbacks, so the callback object must not hold the config)."""
+    runtime = build_runtime(tmp_path, server)
+    kinds = (_AttemptTurn, _Pipeline, _LiveRunScope)
+    try:
+        await runtime.run("warm up")
+        gc.collect()
+        gc.disable()
+        try:
+            result = await runtime.run("hello")
+            left = [type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds)]
+        finally:
+            gc.enable()
+    finally:
+        await runtime.aclose()
+    assert result.ok
+    assert left == []

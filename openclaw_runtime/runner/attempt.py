@@ -405,25 +405,21 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
             get_pre_prompt_message_count=this.get_pre_prompt_message_count,
         ),
     )
-    this.config = config
-    this.context = AgentContext(system_prompt, history, list(spec.tools))
+    context = AgentContext(system_prompt, history, list(spec.tools))
     # inline <think>/<final> tags become thinking blocks before anything sees the text
-    this.stream_fn = with_reply_tag_splitting(
-        spec.stream_fn, enforce_final_tag=spec.enforce_final_tag
-    )
+    stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     disarm: Callable[[], None] | None = None
-    turn = this.turn
 
     seconds = spec.timeout_s
     fire = partial(_time_out, seconds, controller, state) if seconds else None
     try:
         if not timer_needs_task_group():  # asyncio: the timer is a loop callback (attempt_timer)
             disarm = arm_attempt_timer(None, seconds, fire) if seconds and fire else None
-            new = await as_task_group_body(turn())
+            new = await as_task_group_body(this.turn(context, config, stream_fn))
         else:
             async with anyio.create_task_group() as timers:
                 disarm = arm_attempt_timer(timers, seconds, fire) if seconds and fire else None
-                new = await turn()
+                new = await this.turn(context, config, stream_fn)
                 timers.cancel_scope.cancel()
     finally:
         if disarm is not None:
@@ -479,11 +475,11 @@ class _AttemptTurn:
     """What the kernel loop calls back during one attempt (the turn itself, its event sink,
     the loop guard, the getters the context guard reads), as bound methods of one object.
 
-    ``_run_attempt`` fills the slots it sets after construction before the turn starts."""
+    ``_run_attempt`` fills the slots it sets after construction before the turn starts. The
+    loop's config holds bound methods of this object, so this object never holds the config
+    (nor the context): a cycle would keep the finished attempt alive until a full collection."""
 
     __slots__ = (
-        "config",
-        "context",
         "controller",
         "guard",
         "outcome",
@@ -491,16 +487,12 @@ class _AttemptTurn:
         "session",
         "spec",
         "state",
-        "stream_fn",
         "system_prompt",
     )
 
     guard: PostCompactionLoopGuard | None
     system_prompt: str
     pre_prompt_count: int
-    config: AgentLoopConfig
-    context: AgentContext
-    stream_fn: StreamFn
 
     def __init__(
         self,
@@ -556,7 +548,9 @@ class _AttemptTurn:
             self.state.active_tools = max(0, self.state.active_tools - 1)
         await spec.emit(event)
 
-    async def turn(self) -> list[Any]:
+    async def turn(
+        self, context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn
+    ) -> list[Any]:
         spec, outcome = self.spec, self.outcome
         if spec.plan.mode == "prompt":
             content: Any = spec.plan.prompt or ""
@@ -566,18 +560,18 @@ class _AttemptTurn:
             outcome.prompt_message = prompt
             return await run_agent_loop(
                 [prompt],
-                self.context,
-                self.config,
+                context,
+                config,
                 self.emit,
-                stream_fn=self.stream_fn,
+                stream_fn=stream_fn,
                 signal=self.controller.signal,
                 on_failure="close",  # a failure must become a message to classify
             )
         return await run_agent_loop_continue(
-            self.context,
-            self.config,
+            context,
+            config,
             self.emit,
-            stream_fn=self.stream_fn,
+            stream_fn=stream_fn,
             signal=self.controller.signal,
             on_failure="close",
         )
