@@ -369,33 +369,24 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
 
     controller = AbortController()
     run_signal = spec.run_signal
-    unlink = (
-        run_signal.add_callback(lambda: controller.abort(run_signal.reason))
-        if run_signal is not None
-        else None
-    )
+    # the attempt's callbacks are bound methods of one small object (``_AttemptTurn``), not
+    # closures: one cell per captured name was ~20 objects each in-flight run held
+    this = _AttemptTurn(spec, outcome, session, controller)
+    unlink = run_signal.add_callback(this.abort_from_run) if run_signal is not None else None
     if run_signal is not None and run_signal.aborted:
         controller.abort(run_signal.reason)
-    state = _AttemptState()
-
-    guard = PostCompactionLoopGuard() if spec.loop_guard or outcome.compactions else None
-
-    def stop_after_turn(turn: TurnContext) -> bool:
-        if guard is None:
-            return False
-        calls = [(call.name, call.arguments) for call in turn.message.tool_calls()]
-        if guard.observe(calls):
-            outcome.loop_guard_tripped = True
-            return True
-        return False
+    state = this.state
+    this.guard = PostCompactionLoopGuard() if spec.loop_guard or outcome.compactions else None
+    this.system_prompt = system_prompt
+    this.pre_prompt_count = pre_prompt_count
 
     config = AgentLoopConfig(
         model=spec.model,
-        should_stop_after_turn=stop_after_turn,
-        transform_context=_pipeline(spec),
+        should_stop_after_turn=this.stop_after_turn,
+        transform_context=_Pipeline(spec),
         get_steering_messages=spec.get_steering_messages,
         get_follow_up_messages=spec.get_follow_up_messages,
-        get_api_key=(lambda _provider: spec.api_key) if spec.api_key else None,
+        get_api_key=this.api_key if spec.api_key else None,
         thinking_level=spec.thinking_level,
         stream_options=StreamOptions(
             idle_timeout=spec.idle_timeout_s,
@@ -410,66 +401,25 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         mid_turn_precheck=MidTurnPrecheckOptions(
             context_token_budget=spec.context_window,
             reserve_tokens=spec.reserve_tokens,
-            get_system_prompt=lambda: system_prompt,
-            get_pre_prompt_message_count=lambda: pre_prompt_count,
+            get_system_prompt=this.get_system_prompt,
+            get_pre_prompt_message_count=this.get_pre_prompt_message_count,
         ),
     )
-
-    async def emit(event: Event) -> None:
-        spec.heartbeat()
-        if isinstance(event, MessageEnd):
-            entry_id = await session.append_message(event.message)
-            outcome.entry_ids[id(event.message)] = entry_id
-            if outcome.prompt_message is not None and event.message is outcome.prompt_message:
-                outcome.prompt_entry_id = entry_id
-        elif isinstance(event, TurnEnd):
-            await session.flush()
-        elif isinstance(event, ToolExecutionStart):
-            state.active_tools += 1
-        elif isinstance(event, ToolExecutionEnd):
-            state.active_tools = max(0, state.active_tools - 1)
-        await spec.emit(event)
-
     context = AgentContext(system_prompt, history, list(spec.tools))
     # inline <think>/<final> tags become thinking blocks before anything sees the text
     stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     disarm: Callable[[], None] | None = None
-
-    async def turn() -> list[Any]:
-        if spec.plan.mode == "prompt":
-            content: Any = spec.plan.prompt or ""
-            if spec.images:
-                content = [TextContent(text=spec.plan.prompt or ""), *spec.images]
-            prompt = UserMessage(content=content)
-            outcome.prompt_message = prompt
-            return await run_agent_loop(
-                [prompt],
-                context,
-                config,
-                emit,
-                stream_fn=stream_fn,
-                signal=controller.signal,
-                on_failure="close",  # a failure must become a message to classify
-            )
-        return await run_agent_loop_continue(
-            context,
-            config,
-            emit,
-            stream_fn=stream_fn,
-            signal=controller.signal,
-            on_failure="close",
-        )
 
     seconds = spec.timeout_s
     fire = partial(_time_out, seconds, controller, state) if seconds else None
     try:
         if not timer_needs_task_group():  # asyncio: the timer is a loop callback (attempt_timer)
             disarm = arm_attempt_timer(None, seconds, fire) if seconds and fire else None
-            new = await as_task_group_body(turn())
+            new = await as_task_group_body(this.turn(context, config, stream_fn))
         else:
             async with anyio.create_task_group() as timers:
                 disarm = arm_attempt_timer(timers, seconds, fire) if seconds and fire else None
-                new = await turn()
+                new = await this.turn(context, config, stream_fn)
                 timers.cancel_scope.cancel()
     finally:
         if disarm is not None:
@@ -521,6 +471,112 @@ class _AttemptState:
     timed_out_during_tools: bool = False
 
 
+class _AttemptTurn:
+    """What the kernel loop calls back during one attempt (the turn itself, its event sink,
+    the loop guard, the getters the context guard reads), as bound methods of one object.
+
+    ``_run_attempt`` fills the slots it sets after construction before the turn starts. The
+    loop's config holds bound methods of this object, so this object never holds the config
+    (nor the context): a cycle would keep the finished attempt alive until a full collection."""
+
+    __slots__ = (
+        "controller",
+        "guard",
+        "outcome",
+        "pre_prompt_count",
+        "session",
+        "spec",
+        "state",
+        "system_prompt",
+    )
+
+    guard: PostCompactionLoopGuard | None
+    system_prompt: str
+    pre_prompt_count: int
+
+    def __init__(
+        self,
+        spec: AttemptSpec,
+        outcome: AttemptOutcome,
+        session: Session,
+        controller: AbortController,
+    ) -> None:
+        self.spec = spec
+        self.outcome = outcome
+        self.session = session
+        self.controller = controller
+        self.state = _AttemptState()
+
+    def abort_from_run(self) -> None:
+        """The run was aborted: so is the attempt, with the run's reason."""
+        run_signal = self.spec.run_signal
+        assert run_signal is not None
+        self.controller.abort(run_signal.reason)
+
+    def stop_after_turn(self, turn: TurnContext) -> bool:
+        guard = self.guard
+        if guard is None:
+            return False
+        calls = [(call.name, call.arguments) for call in turn.message.tool_calls()]
+        if guard.observe(calls):
+            self.outcome.loop_guard_tripped = True
+            return True
+        return False
+
+    def api_key(self, _provider: str) -> str | None:
+        return self.spec.api_key
+
+    def get_system_prompt(self) -> str:
+        return self.system_prompt
+
+    def get_pre_prompt_message_count(self) -> int:
+        return self.pre_prompt_count
+
+    async def emit(self, event: Event) -> None:
+        spec, outcome = self.spec, self.outcome
+        spec.heartbeat()
+        if isinstance(event, MessageEnd):
+            entry_id = await self.session.append_message(event.message)
+            outcome.entry_ids[id(event.message)] = entry_id
+            if outcome.prompt_message is not None and event.message is outcome.prompt_message:
+                outcome.prompt_entry_id = entry_id
+        elif isinstance(event, TurnEnd):
+            await self.session.flush()
+        elif isinstance(event, ToolExecutionStart):
+            self.state.active_tools += 1
+        elif isinstance(event, ToolExecutionEnd):
+            self.state.active_tools = max(0, self.state.active_tools - 1)
+        await spec.emit(event)
+
+    async def turn(
+        self, context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn
+    ) -> list[Any]:
+        spec, outcome = self.spec, self.outcome
+        if spec.plan.mode == "prompt":
+            content: Any = spec.plan.prompt or ""
+            if spec.images:
+                content = [TextContent(text=spec.plan.prompt or ""), *spec.images]
+            prompt = UserMessage(content=content)
+            outcome.prompt_message = prompt
+            return await run_agent_loop(
+                [prompt],
+                context,
+                config,
+                self.emit,
+                stream_fn=stream_fn,
+                signal=self.controller.signal,
+                on_failure="close",  # a failure must become a message to classify
+            )
+        return await run_agent_loop_continue(
+            context,
+            config,
+            self.emit,
+            stream_fn=stream_fn,
+            signal=self.controller.signal,
+            on_failure="close",
+        )
+
+
 def _time_out(seconds: float, controller: AbortController, state: _AttemptState) -> None:
     """The attempt ran out of its time (``attempt_timer``)."""
     state.timed_out = True
@@ -535,26 +591,27 @@ def _prompt_tokens_of(facts: AttemptFacts) -> int | None:
     return None
 
 
-def _pipeline(
-    spec: AttemptSpec,
-) -> Callable[[list[Any], AbortSignal | None], list[Any]]:
+class _Pipeline:
     """The per-request history pipeline: sanitizers, then provider turn validation.
 
     The session's incremental sanitizer only re-reads what was appended since the last
     stable boundary, so a long history is not sanitized from scratch before every request.
+    A small object rather than a closure: what it reads is kept in slots, not in cells.
     """
-    policy = spec.policy
-    sanitizers = list(spec.sanitizers)
-    validate = spec.validate_turns
-    on_error = spec.on_sanitizer_error
 
-    incremental = spec.session.replay_sanitizer
-    # the built-in validator's previous answer, for the next request of this attempt
-    turns = TurnValidationMemo()
+    __slots__ = ("incremental", "on_error", "policy", "sanitizers", "turns", "validate")
 
-    def transform(messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
-        sanitized = incremental.run(messages, policy, sanitizers, on_error=on_error)
-        validated = validate(MemoizedTurns(sanitized, turns), policy)
+    def __init__(self, spec: AttemptSpec) -> None:
+        self.policy = spec.policy
+        self.sanitizers = list(spec.sanitizers)
+        self.validate = spec.validate_turns
+        self.on_error = spec.on_sanitizer_error
+        self.incremental = spec.session.replay_sanitizer
+        # the built-in validator's previous answer, for the next request of this attempt
+        self.turns = TurnValidationMemo()
+
+    def __call__(self, messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
+        policy = self.policy
+        sanitized = self.incremental.run(messages, policy, self.sanitizers, on_error=self.on_error)
+        validated = self.validate(MemoizedTurns(sanitized, self.turns), policy)
         return sanitized if validated is None else validated
-
-    return transform

@@ -16,8 +16,6 @@ chains (``attempt_recovery``) and the failure handling (``attempt_failures``) ar
 
 from __future__ import annotations
 
-import functools
-
 from ..auth import UnresolvedCredentialError, mark_embedded_run_auth_profile_success
 from ..context import is_mid_turn_precheck_error_message
 from ..failover import FailoverReason, is_context_overflow_error, signal_from_assistant_message
@@ -159,8 +157,8 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 on_sanitizer_error=run.sanitizer_fault,
                 emit=run.emit,
                 heartbeat=run.heartbeat,
-                compact=functools.partial(run.compact_bool, window=self.window, model=model),
-                truncate=functools.partial(run.truncate, self.window),
+                compact=self._compact,  # bound methods: no partial held per run
+                truncate=self._truncate,
                 run_signal=request.abort_signal,
                 timeout_s=run.timeout_s,
                 idle_timeout_s=run.idle_timeout_s,
@@ -173,6 +171,15 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 get_follow_up_messages=None if live is None else live.drain_follow_ups,
             )
         )
+
+    async def _compact(self, trigger: str, tokens: int | None) -> bool:
+        """The attempt's ``compact``: the run's, at this candidate's window and model (the
+        window changes only between attempts, never while one runs)."""
+        return await self.run.compact_bool(trigger, tokens, window=self.window, model=self.model)
+
+    async def _truncate(self) -> int:
+        """The attempt's ``truncate``: the run's, at this candidate's window."""
+        return await self.run.truncate(self.window)
 
     def _classify(self, outcome: AttemptOutcome) -> ClassifiedFailure:
         assistant = outcome.assistant

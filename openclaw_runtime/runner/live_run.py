@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
+from types import TracebackType
 from typing import TYPE_CHECKING, TypeGuard
 
 import anyio
@@ -35,9 +36,15 @@ __all__ = ["is_inbox_lease", "live_inbox_of", "live_run_scope", "with_abort_sign
 logger = package_logger(logging.getLogger("openclaw_runtime.runner.live"))
 
 
-@asynccontextmanager
-async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
+def live_run_scope(run: RunState) -> AbstractAsyncContextManager[LiveRunHandle]:
     """Register ``run`` as the live run of its session for the duration of the block."""
+    if live_inbox_of(run.services.steering_store) is None:
+        return _LiveRunScope(run)  # the usual case: no generator, no wrapper to hold
+    return _live_run_scope(run)
+
+
+def _make_live(run: RunState) -> LiveRunHandle:
+    """Build the run's handle, make its signal the run's, register it."""
     agent = run.config.agent
     handle = LiveRunHandle(
         session_id=run.session_id,
@@ -49,9 +56,47 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
     )
     run.request = with_abort_signal(run.request, handle.signal)
     run.live = handle
-    registry = run.services.live_runs
+    run.services.live_runs.set(handle)
+    return handle
+
+
+def _unregister(run: RunState, handle: LiveRunHandle) -> None:
+    run.services.live_runs.clear(handle)
+    if handle.pending():
+        logger.warning(
+            "%d live message(s) for session %s were not read: its run ended first",
+            handle.pending(),
+            run.session_id,
+        )
+
+
+class _LiveRunScope:
+    """``_live_run_scope`` for a store without an inbox, written as a class: the same steps
+    in the same order, without the generator and its context-manager wrapper (objects a
+    waiting run would hold)."""
+
+    __slots__ = ("_handle", "_run")
+
+    def __init__(self, run: RunState) -> None:
+        self._run = run
+
+    async def __aenter__(self) -> LiveRunHandle:
+        self._handle = _make_live(self._run)
+        return self._handle
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _unregister(self._run, self._handle)
+
+
+@asynccontextmanager
+async def _live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
+    handle = _make_live(run)
     inbox = live_inbox_of(run.services.steering_store)
-    registry.set(handle)
     try:
         if inbox is not None:
             try:
@@ -67,13 +112,7 @@ async def live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
             async with _renewing(handle, inbox):
                 yield handle
     finally:
-        registry.clear(handle)
-        if handle.pending():
-            logger.warning(
-                "%d live message(s) for session %s were not read: its run ended first",
-                handle.pending(),
-                run.session_id,
-            )
+        _unregister(run, handle)
         if inbox is not None and handle.remote is not None:
             with anyio.CancelScope(shield=True):
                 try:
