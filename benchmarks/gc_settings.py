@@ -1,0 +1,122 @@
+"""The cyclic collector's settings at 1,000 concurrent runs: measured, not changed by the runtime.
+
+At 1,000 concurrent runs a large share of a run's CPU is CPython's cyclic garbage collector
+(``agent_turn.py --part 3`` prints it per side). Its settings are the process's, not a library's,
+so the runtime leaves them alone; this script measures what a service that owns its process
+would get from changing them. One process per setting (``--setting``):
+
+* ``default``: ``gc.get_threshold()`` as the interpreter starts, (700, 10, 10);
+* ``threshold``: ``gc.set_threshold(10_000, 10, 10)`` after start-up (a warm-up batch);
+* ``freeze``: ``gc.collect(); gc.freeze()`` after start-up.
+
+Each process runs ``--batches`` batches of 1,000 fresh-session runs of part 3's turn (the model
+call sleeping 10 ms) and the same batch calling the stream function directly, and prints the
+process CPU per run above that floor, the collector's CPU per run and the collections per
+generation. Alternate settings process by process and compare within one sitting.
+
+Run:  .venv/bin/python benchmarks/gc_settings.py --mode memory --setting threshold
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import agent_turn as at  # the harness's runtime and sleeping model
+
+RUNS = 1_000
+
+
+class _Collector:
+    """CPU seconds in the collector and collections per generation (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._start
+            self.collections[info["generation"]] += 1
+
+
+async def main(mode: str, setting: str, batches: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="gc-settings-"))
+    runtime = at.make_runtime(
+        tmp / "state", at.sleeping_stream, max_concurrent=RUNS, memory=mode == "memory"
+    )
+    model = runtime.resolve_model("fake/m1")
+
+    async def ours() -> None:
+        async def one() -> None:
+            result = await runtime.run(at.PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+            assert result.ok, "a run failed"
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(RUNS):
+                tg.start_soon(one)
+
+    async def direct() -> None:
+        async def one() -> None:
+            context = at.Context("", [at.UserMessage(content=at.PROMPT)], [])
+            await at.sleeping_stream(model, context, at.StreamOptions()).result()
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(RUNS):
+                tg.start_soon(one)
+
+    await ours()  # start-up: imports, caches, the first sessions
+    if setting == "threshold":
+        gc.set_threshold(10_000, 10, 10)
+    elif setting == "freeze":
+        gc.collect()
+        gc.freeze()
+    collector = _Collector()
+    gc.callbacks.append(collector)
+    load = os.getloadavg()
+    print(
+        f"{mode}, {setting} (threshold {gc.get_threshold()}), {RUNS:,} concurrent runs, "
+        f"load average {load[0]:.2f}"
+    )
+    for _ in range(batches):
+        cpu = time.process_time()
+        await direct()
+        floor = time.process_time() - cpu
+        collector.seconds, collector.collections = 0.0, [0, 0, 0]
+        cpu = time.process_time()
+        await ours()
+        spent = time.process_time() - cpu - floor
+        print(
+            f"  {spent / RUNS * 1e6:,.0f} µs per run above the floor, "
+            f"{collector.seconds / RUNS * 1e6:,.0f} µs of it in the collector; "
+            f"collections per generation {collector.collections}"
+        )
+    gc.callbacks.remove(collector)
+    await runtime.aclose()
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["memory", "durable"], default="memory")
+    parser.add_argument("--setting", choices=["default", "threshold", "freeze"], default="default")
+    parser.add_argument("--batches", type=int, default=3)
+    args = parser.parse_args()
+    anyio.run(main, args.mode, args.setting, args.batches)
+
+
+if __name__ == "__main__":
+    cli()
