@@ -61,6 +61,29 @@ def test_a_small_load_stays_young() -> None:
     assert not _in_generation(built, 2)
 
 
+def test_the_freeze_count_is_asked_only_after_a_large_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gc.get_freeze_count()`` walks every frozen object; a process that froze its heap
+    (a pre-fork server) must not pay that walk on every small load (a fresh session)."""
+    asked: list[int] = []
+    real = gc.get_freeze_count
+
+    def counting() -> int:
+        asked.append(1)
+        return real()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    gc.collect()
+    with bulk_allocation():
+        small = [[index] for index in range(100)]
+    assert asked == []
+    with bulk_allocation():
+        large = [[index] for index in range(PROMOTE_AT + 5_000)]
+    assert asked == [1]
+    assert small[5] == [5] and _in_generation(large, 2)
+
+
 def test_nothing_frozen_is_thawed() -> None:
     gc.collect()
     kept = [[1], [2]]

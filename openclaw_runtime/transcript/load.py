@@ -70,12 +70,17 @@ def parse_appended(delta: bytes) -> tuple[list[dict[str, Any]], bool]:
 PROMOTE_AT = 10_000
 
 
+def large_load(young: int) -> bool:
+    """Whether ``young`` tracked allocations since the last collection make a large load."""
+    return young >= PROMOTE_AT
+
+
 def promotes_bulk(young: int, frozen: int) -> bool:
     """Whether ``bulk_allocation`` ends by moving every tracked object to the oldest
     generation: only after a large load (``young`` >= ``PROMOTE_AT``), and only when nothing
     is frozen (``frozen``: ``gc.get_freeze_count()``), because the move thaws what is frozen
     and a process that froze objects (a pre-fork server) wants them to stay frozen."""
-    return young >= PROMOTE_AT and frozen == 0
+    return large_load(young) and frozen == 0
 
 
 @contextlib.contextmanager
@@ -103,7 +108,10 @@ def bulk_allocation() -> Iterator[None]:
     try:
         yield
     finally:
-        if promotes_bulk(gc.get_count()[0], gc.get_freeze_count()):
+        young = gc.get_count()[0]
+        # ``gc.get_freeze_count()`` walks the whole permanent generation (CPython 3.11:
+        # ~4 ms after freezing a 440k-object heap), so it is asked only after a large load.
+        if large_load(young) and promotes_bulk(young, gc.get_freeze_count()):
             gc.freeze()
             gc.unfreeze()
         gc.enable()
