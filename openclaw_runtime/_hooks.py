@@ -77,6 +77,9 @@ class Hooks:
         self.trace = trace
         self.guard = guard or PluginGuard()
         self.observes_events = bool(self._impls("on_agent_event"))
+        #: some plugin judges final answers (else a run need not gather the session's
+        #: messages for ``before_agent_finalize``)
+        self.finalizes = bool(self._impls("before_agent_finalize"))
         for plugin, exc in pm.hookspec_faults:
             self.record_fault(plugin, "runtime_add_hookspecs", exc)
 

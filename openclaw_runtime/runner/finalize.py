@@ -185,8 +185,8 @@ async def request_finalize_revision(
 ) -> str | None:
     """Consult the hook for the completed turn; the revision prompt, or ``None`` to accept."""
     hook = getattr(run.hooks, "before_agent_finalize", None)
-    if hook is None:
-        return None
+    if hook is None or getattr(run.hooks, "finalizes", True) is False:
+        return None  # no plugin judges answers: nothing to ask, no messages to gather
     if not should_consult_finalize_hook(
         revisions_so_far=revisions_so_far, payload_count=payload_count
     ):

@@ -29,7 +29,6 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
 from ..redaction import package_logger, redact_event
-from ..transcript.session_context import entry_message
 from .attempt import AttemptFacts, AttemptOutcome, collect_attempt_facts
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
@@ -50,6 +49,7 @@ from .events import (
 from .live_follow import follow_successor, live_inbox_of
 from .reply_stream import reply_observer_for
 from .request import RunRequest
+from .run_models import RunEntryModels
 from .run_usage import UsageAccumulator
 from .session_ops import (
     compact_with_engine,
@@ -149,6 +149,8 @@ class RunState:
         self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
         #: ``run_messages``' last answer: (key, messages, their facts or None)
         self.run_messages_memo: _MessagesMemo | None = None
+        #: the run's own models of its entries (``run_messages``), parsed once per entry
+        self.entry_models = RunEntryModels()
 
     # events -------------------------------------------------------------------------------
 
@@ -472,16 +474,17 @@ class RunState:
     def run_messages(self, *, private: bool = False) -> list[Any]:
         """This run's messages still on the active branch (failed turns set aside excluded).
 
-        ``private``: models of their own (parsed again from the entries, never remembered),
-        for the caller's ``RunResult``: the session's models are its history, and a caller
-        editing a result's message must not change the next request.
+        Every read hands out the run's own models (``RunEntryModels``: parsed from the
+        entries once per run, never the session's: the session's models are its history, and
+        a caller editing a result's message must not change the next request). ``private``:
+        for the caller's ``RunResult``, read afresh from the branch (no memo).
 
         Asked more than once as a run ends (the payloads, the result's facts): the
         list is remembered (``run_messages_memo``) under what it is read from — the session,
         its leaf, the run's entry set and its size, the leaf the run started at — and read
         again only when one of those changed; every caller gets its own copy."""
         if private:
-            return self._read_run_messages(private=True)
+            return self._read_run_messages()
         memo = self.run_messages_memo
         key = self._run_messages_key()
         if memo is None or not _same_key(memo[0], key):
@@ -509,7 +512,7 @@ class RunState:
             self.start_leaf_id,
         )
 
-    def _read_run_messages(self, *, private: bool = False) -> list[Any]:
+    def _read_run_messages(self) -> list[Any]:
         session = self.session
         if session is None:
             return []
@@ -526,7 +529,7 @@ class RunState:
             if entry.get("id") in wanted:
                 remaining -= 1
                 if entry.get("type") == "message":
-                    message = entry_message(entry) if private else session.message_of(entry)
+                    message = self.entry_models.message_of(entry)
                     if message is not None:
                         out.append(message)
             elif entry.get("id") == self.start_leaf_id:

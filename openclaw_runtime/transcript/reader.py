@@ -39,6 +39,7 @@ __all__ = ["SessionReader", "Warn"]
 Warn = Callable[[str], None]
 _DURABILITIES = ("none", "flush", "fsync")
 _NOT_CACHED: Any = object()
+_ContextCache = tuple[str | None, SessionContext, list[dict[str, Any]]]
 
 
 def _uncontended_fast_lock() -> anyio.Lock:
@@ -90,7 +91,8 @@ class SessionReader:
         self._missing_parents: set[str] | None = None  # made with the first one reported
         # the active branch, kept across appends (a turn asks for it many times)
         self._branch_cache: tuple[str | None, list[dict[str, Any]]] | None = None
-        self._context_cache: tuple[str | None, SessionContext] | None = None
+        # (leaf, context, entries appended since whose models are not made yet: ``_record``)
+        self._context_cache: _ContextCache | None = None
         #: Sanitized replay of this session's history, reused while it only grows.
         self.replay_sanitizer = IncrementalSanitizer()
         #: Its checkpoint beside the session file, for the first turn after a restart.
@@ -182,19 +184,34 @@ class SessionReader:
         cached = self._context_cache
         if active and cached is not None and cached[0] == leaf:
             context = cached[1]
+            if cached[2]:
+                self._materialize(context.messages, cached[2])
         else:
             with bulk_allocation():
                 context = build_session_context(
                     self.get_branch(from_id), message_of=self._cached_message
                 )
             if active:
-                self._context_cache = (leaf, context)
+                self._context_cache = (leaf, context, [])
         return SessionContext(
             list(context.messages),
             context.thinking_level,
             context.model,
             None if context.active_tool_names is None else list(context.active_tool_names),
         )
+
+    def _materialize(self, messages: list[Any], unread: list[dict[str, Any]]) -> None:
+        """Make the models of the message entries appended since the cached context was
+        last read (in order, each once: ``_cached_message``) and add them to it."""
+        try:
+            for entry in unread:
+                added = self._cached_message(entry)
+                if added is not None:
+                    messages.append(added)
+        except BaseException:
+            self._context_cache = None  # half extended: the next read rebuilds it
+            raise
+        unread.clear()
 
     def message_of(self, entry: Mapping[str, Any]) -> Any:
         """The message of a ``message`` entry as a model (parsed once per entry and kept)."""
@@ -285,18 +302,17 @@ class SessionReader:
         for entry in entries:
             if entry.get("type") != "message":
                 return  # state entries (model, tools, compaction) rebuild the context
-        previous = context[1]
-        messages = previous.messages
+        previous, unread = context[1], context[2]
         model = previous.model
         for entry in entries:
-            added = self._cached_message(entry)
-            if added is not None:
-                messages.append(added)
+            # its model is made when the context is next read (``_materialize``): a session
+            # nobody reads again (a stateless service's) never makes it
+            unread.append(entry)
             message = entry["message"]
             if message.get("role") == "assistant":
                 model = ModelRef(str(message.get("provider")), str(message.get("model")))
         if model is not previous.model:
             previous = SessionContext(
-                messages, previous.thinking_level, model, previous.active_tool_names
+                previous.messages, previous.thinking_level, model, previous.active_tool_names
             )
-        self._context_cache = (parent, previous)
+        self._context_cache = (parent, previous, unread)
