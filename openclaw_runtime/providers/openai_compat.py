@@ -79,6 +79,7 @@ _ABORTED = "Request was aborted"
 #: Bytes of a body without any event kept to say what it was (or read as a plain completion);
 #: a body that is not ``text/event-stream`` is not read past this without an event.
 _SNIFF_LIMIT = 1 << 20
+_NO_PAYLOADS: list[bytes] = []  # never appended to
 
 
 class OpenAICompatProvider:
@@ -203,6 +204,9 @@ class OpenAICompatProvider:
                 response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
             )
             apply, feed_data = state.apply, decoder.feed_data  # the per-read calls, bound once
+            fold, apply_stopped = state.fold, state.apply_stopped
+            one_event = decoder.one_event
+            coalesce = options.coalesce_deltas
             async with aclosing(source) as chunks:
                 async for chunk in chunks:
                     if state.done:
@@ -210,17 +214,54 @@ class OpenAICompatProvider:
                     if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
                         sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
                         received = len(sniffed)
-                    for data in feed_data(chunk):
+                    data = one_event(chunk)
+                    if data is not None:  # a read per event, the shape providers stream
                         delta = apply(data, out)
-                        if delta is not None:  # the usual: one text delta per chunk
+                        if delta is not None:  # a plain text delta: nothing else to test
                             yield delta
                             continue
                         if out:
                             for event in out:
                                 yield event
                             out.clear()
-                        if state.done or state.failure is not None:
-                            break
+                        payloads = _NO_PAYLOADS
+                    else:
+                        payloads = feed_data(chunk)
+                    count = len(payloads)
+                    if coalesce and count > 1:
+                        # the plain text deltas of this read as one event, handed out before
+                        # the next chunk that says anything else is applied; nothing waits
+                        # for a later read
+                        index = 0
+                        while index < count:
+                            delta = fold(payloads, index)
+                            if delta is not None:
+                                yield delta
+                            index = state.stop
+                            if index == count:
+                                break
+                            delta = apply_stopped(payloads[index], out)
+                            index += 1
+                            if delta is not None:
+                                yield delta
+                            if out:
+                                for event in out:
+                                    yield event
+                                out.clear()
+                            if state.done or state.failure is not None:
+                                break
+                    else:
+                        for data in payloads:  # one event per chunk (a read per event)
+                            delta = apply(data, out)
+                            if delta is not None:  # the usual: one text delta per chunk
+                                yield delta
+                                continue
+                            if out:
+                                for event in out:
+                                    yield event
+                                out.clear()
+                            if state.done or state.failure is not None:
+                                break
                     if state.failure is not None:
                         break
                     if not event_stream and state.events_seen == 0 and received >= _SNIFF_LIMIT:
