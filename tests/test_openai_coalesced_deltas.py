@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from openclaw_runtime import Runtime
@@ -31,6 +31,7 @@ from openclaw_runtime.llm import Context, StreamOptions
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.providers import openai_compat
 from openclaw_runtime.providers.builder import _LARGE_TEXT, MessageBuilder
+from openclaw_runtime.providers.http import HTTPClientPool
 from openclaw_runtime.providers.openai_compat import OpenAICompatProvider
 from openclaw_runtime.providers.sse import SSEDecoder
 from openclaw_runtime.reply import BlockChunking, EmbeddedBlockChunker
@@ -131,20 +132,21 @@ def test_one_event_takes_only_a_whole_lone_event() -> None:
 
 
 class Reads:
-    """Replaces the provider's body reader: reads the real body through ``stream_chunks``,
-    then hands it to the provider cut at ``cuts`` (the same reads for both paths), and tags
-    every event the consumer receives with the read it came from."""
+    """Wraps the provider's ``OpenBody``: reads the real body (real HTTP), then hands it to
+    the provider cut at ``cuts`` (the same reads for both paths), and tags every event the
+    consumer receives with the read it came from."""
 
     def __init__(self, cuts: list[int]) -> None:
         self.cuts = cuts
         self.current = -1
 
-    def __call__(self, *args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
-        return self._reads(args, kwargs)
+    def __call__(self, *args: Any) -> Any:
+        opened = REAL_OPEN_BODY(*args)
+        opened.raw = self._reads(opened.raw)
+        return opened
 
-    async def _reads(self, args: Any, kwargs: Any) -> AsyncIterator[bytes]:
-        async with aclosing(REAL_STREAM_CHUNKS(*args, **kwargs)) as real:
-            body = b"".join([part async for part in real])
+    async def _reads(self, real: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        body = b"".join([part async for part in real])
         edges = [0, *sorted({c for c in self.cuts if 0 < c < len(body)}), len(body)]
         for index in range(len(edges) - 1):
             self.current = index
@@ -152,7 +154,7 @@ class Reads:
         self.current = len(edges)  # what comes after the body
 
 
-REAL_STREAM_CHUNKS = openai_compat.stream_chunks
+REAL_OPEN_BODY = openai_compat.OpenBody
 
 
 async def stream_through(
@@ -160,7 +162,7 @@ async def stream_through(
 ) -> tuple[list[tuple[int, Any]], Any]:
     """(read, rendered event at hand-out) for every event, and the final message."""
     reads = Reads(cuts)
-    monkeypatch.setattr(openai_compat, "stream_chunks", reads)
+    monkeypatch.setattr(openai_compat, "OpenBody", reads)
     provider = OpenAICompatProvider()
     model = MODEL.model_copy(update={"base_url": base_url + "/v1"})
     try:
@@ -259,6 +261,9 @@ async def test_cut_anywhere_the_events_are_a_merge_of_the_per_chunk_events(
         )
         assert merged_final == single_final, cuts
         assert is_a_merge_of(merged, single), cuts
+        # the reads really were cut there (the replay is in place): deltas of several reads
+        deltas_from = {read for read, event in single if event["type"] == "text_delta"}
+        assert min(deltas_from) >= 0 and (len(cuts) == 1 or len(deltas_from) > 3)
 
 
 async def test_a_read_per_event_is_one_event_per_chunk(local_http_server, serve, monkeypatch):
@@ -400,3 +405,34 @@ def test_block_replies_depend_on_delta_boundaries() -> None:
     merged = blocks([text])
     assert "".join(split).replace(" ", "") == "".join(merged).replace(" ", "")
     assert split != merged
+
+
+async def test_a_transport_without_a_socket_reads_through_stream_chunks_alike(
+    local_http_server, serve, monkeypatch
+):
+    """No socket to watch (``httpx.MockTransport``, HTTP/2): every read is guarded in
+    ``stream_chunks`` instead of read directly; the events are the same."""
+    events = [FIRST, *(chunk({"content": f" w{i}"}) for i in range(5)), *TAILS["finished"]]
+    body = serve(events)
+    direct, direct_final = await stream_through(
+        local_http_server.base_url, [], coalesce=True, monkeypatch=monkeypatch
+    )
+    monkeypatch.setattr(openai_compat, "OpenBody", REAL_OPEN_BODY)
+    served: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        served.append(str(request.url))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    provider = OpenAICompatProvider(pool=HTTPClientPool(transport=httpx.MockTransport(handler)))
+    try:
+        stream = provider.stream_fn(
+            MODEL, Context("", [UserMessage(content="go")]), StreamOptions(api_key="k")
+        )
+        guarded = [render([event])[0] async for event in stream]
+        guarded_final = scrub((await stream.result()).to_dict())
+    finally:
+        await provider.aclose()
+    assert served == ["http://127.0.0.1:9/v1/chat/completions"]
+    assert guarded == [event for _, event in direct]
+    assert guarded_final == direct_final

@@ -11,7 +11,8 @@ events (so the shared partial message is never ahead of the event in hand). The 
 a plain content delta, is one chain of dict lookups and an in-place string append
 (``MessageBuilder.append_text``) returning its one event; every other shape goes through
 ``chunk``'s full walk, and ``tests/test_openai_stream_fast_path.py`` holds the two to the
-same events.
+same events. ``fold`` applies a run of such chunks from one network read and returns one event
+for them all (``tests/test_openai_coalesced_deltas.py`` holds it to the per-chunk events).
 """
 
 from __future__ import annotations

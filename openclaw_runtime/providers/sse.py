@@ -11,7 +11,8 @@ dispatched by ``close()``.
 Data stays ``bytes`` so JSON can be decoded straight from it (orjson takes bytes): the
 per-token hot path never builds a ``str`` it does not need. ``feed_data`` is that hot path for
 callers that read only the data (Chat Completions): when a read is nothing but whole one-line
-``data: `` events, their payloads come from one ``split`` of the read, with no per-event object.
+``data: `` events, their payloads come from one ``split`` of the read, with no per-event object;
+``one_event`` answers the read that is exactly one such event without a list.
 """
 
 from __future__ import annotations
