@@ -162,9 +162,11 @@ class ChatCompletionStreamState:
         which ``apply_stopped`` applies (after the caller handed out the merged delta, so the
         partial message is never ahead of the event in hand).
 
-        A payload is folded exactly when ``apply`` would take its hot path (an open text block
-        and a known response id, which folding cannot change): the message ends as it would
-        after one ``apply`` per payload, and only the events between are merged."""
+        A payload is folded exactly when it passes ``apply``'s hot-path test, while a text
+        block is open and the response id known (which folding cannot change); past the
+        batching size ``apply`` would append it through ``text()``, which ``append_texts``
+        does too. The message ends as it would after one ``apply`` per payload; only the
+        events between are merged."""
         self.held = _UNPARSED
         builder = self.builder
         if not builder.text_open or builder.message.response_id is None:
