@@ -114,6 +114,13 @@ class StreamOptions:
     on_payload: Callable[[Any, Model], Any] | None = None
     on_response: Callable[[Any, Model], Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Text deltas of one block that arrive in one network read may be delivered as one
+    #: event whose delta is their concatenation (they arrived at the same instant; the text,
+    #: the partial message at each event and the final message are the same). ``False``: one
+    #: event per server chunk, for consumers whose result depends on the delta boundaries
+    #: (block replies cut while the text streams). Providers that read one event at a time
+    #: ignore it.
+    coalesce_deltas: bool = True
 
     def with_request(self, *, signal: AbortSignal | None, api_key: str | None) -> StreamOptions:
         """A copy for one request, bound to the run's signal and the key resolved for it."""

@@ -291,12 +291,14 @@ def text_deltas(count: int) -> list[dict[str, Any]]:
     ]
 
 
-async def stream_events(base_url: str) -> tuple[list[Any], Any]:
+async def stream_events(base_url: str, *, coalesce: bool = True) -> tuple[list[Any], Any]:
     model = MODEL.model_copy(update={"base_url": base_url + "/v1"})
     provider = OpenAICompatProvider()
     try:
         stream = provider.stream_fn(
-            model, Context("", [UserMessage(content="go")]), StreamOptions(api_key="k")
+            model,
+            Context("", [UserMessage(content="go")]),
+            StreamOptions(api_key="k", coalesce_deltas=coalesce),
         )
         seen: list[Any] = []
         async for event in stream:
@@ -311,8 +313,9 @@ async def stream_events(base_url: str) -> tuple[list[Any], Any]:
 
 
 @pytestmark_http
+@pytest.mark.parametrize("coalesce", [False, True], ids=["one event per chunk", "coalesced"])
 @pytest.mark.parametrize("framing", ["one write", "a write per event", "gzip"])
-async def test_partial_is_never_ahead_of_the_delta_in_hand(local_http_server, framing):
+async def test_partial_is_never_ahead_of_the_delta_in_hand(local_http_server, framing, coalesce):
     events = text_deltas(300)
     if framing == "one write":
         reply = ScriptedReply.sse(events)
@@ -325,9 +328,15 @@ async def test_partial_is_never_ahead_of_the_delta_in_hand(local_http_server, fr
             body=[gzip.compress(sse_body(events))],
         )
     local_http_server.enqueue(reply)
-    seen, message = await stream_events(local_http_server.base_url)
+    seen, message = await stream_events(local_http_server.base_url, coalesce=coalesce)
     deltas = [item for item in seen if isinstance(item, tuple)]
-    assert [d for d, _ in deltas] == [f"w{i} " for i in range(300)]  # one per chunk, in order
+    if coalesce:
+        # the deltas of one read arrive merged: the same text, in fewer events when the
+        # body came in one write (a write per event may still be read two at a time)
+        assert "".join(d for d, _ in deltas) == "".join(f"w{i} " for i in range(300))
+        assert framing == "a write per event" or len(deltas) < 300
+    else:
+        assert [d for d, _ in deltas] == [f"w{i} " for i in range(300)]  # one per chunk
     text = ""
     for delta, partial in deltas:
         text += delta

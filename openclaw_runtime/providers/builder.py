@@ -126,6 +126,36 @@ class MessageBuilder:
         event.partial = self.message
         return event
 
+    @property
+    def text_open(self) -> bool:
+        """Whether a text block is open (``append_texts`` needs one)."""
+        return self._current_text is not None
+
+    def append_texts(self, pieces: list[str]) -> TextDelta:
+        """Append non-empty ``pieces`` to the open text block as ``append_text``/``text()``
+        would one by one, and return ONE event whose delta is their concatenation (deltas
+        that arrived together, merged). The block ends exactly as after the single appends:
+        in place while the text is short, the batched joins past ``_LARGE_TEXT`` (so the
+        partial message is the one the last single append would have left)."""
+        open_block = self._current_text
+        assert open_block is not None, "append_texts needs an open text block"
+        joined = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        fields = open_block.block.__dict__
+        text = fields["text"]
+        # every piece goes in place when the text before the last one is still short
+        if not open_block.pending and len(text) + len(joined) - len(pieces[-1]) < _LARGE_TEXT:
+            fields["text"] = ""  # one owner while appending: CPython extends it in place
+            text += joined
+            fields["text"] = text
+        else:
+            for piece in pieces:
+                self._append(open_block, "text", piece)
+        event = _new_text_delta(TextDelta)  # == TextDelta(open_block.index, joined, self.message)
+        event.content_index = open_block.index
+        event.delta = joined
+        event.partial = self.message
+        return event
+
     def thinking(
         self, delta: str, out: list[AssistantMessageEvent], *, signature: str | None = None
     ) -> None:

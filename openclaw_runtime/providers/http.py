@@ -33,6 +33,7 @@ __all__ = [
     "Aborted",
     "HTTPClientPool",
     "IdleTimeout",
+    "OpenBody",
     "Timeouts",
     "body_reader",
     "guarded",
@@ -122,6 +123,7 @@ async def stream_chunks(
     *,
     complete: Callable[[], bool] | None = None,
     drain_s: float = 1.0,
+    body: OpenBody | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """The decoded body, one network read at a time, under the abort signal and idle deadline.
 
@@ -143,11 +145,12 @@ async def stream_chunks(
     its end, read so the connection can be reused) gets ``drain_s`` of silence and 64 KiB at
     most, and a silent server, a cut connection or an abort no longer matter: the message
     stays complete. Use it under ``contextlib.aclosing`` when you may stop early (trio
-    finalizes unclosed async generators noisily).
+    finalizes unclosed async generators noisily). ``body``: a body already opened (and
+    possibly partly read directly, see ``OpenBody``) to go on with.
     """
     drained = 0
-    raw = body_reader(response)
-    watch = body_watch(response, signal, idle)
+    opened = body if body is not None else OpenBody(response, signal, idle)
+    raw, watch = opened.raw, opened.watch
     try:
         async with aclosing(raw) as chunks:
             if watch is not None and not (complete is not None and complete()):
@@ -207,6 +210,43 @@ async def stream_chunks(
     finally:
         if watch is not None:
             watch.close()
+
+
+class OpenBody:
+    """A response body opened for reading: its reader (``body_reader``) and, when the
+    transport has a socket, its ``BodyWatch`` (``watch``; ``None``: each read needs guarding).
+
+    While ``watch`` is set, a caller may iterate ``raw`` itself, as ``stream_chunks``' streaming
+    loop does, saving that generator's hop per read (a provider's read per SSE event): check
+    the abort signal before each read, pass a failed read to ``failed``, call ``ended`` when
+    the body ends, ``close`` in any case, and hand the body to ``stream_chunks(body=...)`` for
+    the rest once the message is complete (the drain)."""
+
+    __slots__ = ("raw", "response", "watch")
+
+    def __init__(
+        self, response: httpx.Response, signal: AbortSignal | None, idle: float | None
+    ) -> None:
+        self.response = response
+        self.raw = body_reader(response)
+        self.watch = body_watch(response, signal, idle)
+
+    def failed(self, exc: httpx.HTTPError) -> None:
+        """A read failed: raises ``Aborted``/``IdleTimeout`` when it was our abort or idle
+        deadline; otherwise names the request (as ``aiter_raw`` does) and returns (re-raise)."""
+        if self.watch is not None:
+            _raise_if_ours(self.watch, exc)
+        if isinstance(exc, httpx.RequestError):
+            exc.request = self.response.request
+
+    async def ended(self) -> None:
+        """The body was read to its end (see ``_body_ended``)."""
+        await _body_ended(self.response, self.watch)
+
+    def close(self) -> None:
+        """Unhook the abort (idempotent)."""
+        if self.watch is not None:
+            self.watch.close()
 
 
 async def _body_ended(response: httpx.Response, watch: BodyWatch | None) -> None:

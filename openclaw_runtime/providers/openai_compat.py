@@ -11,8 +11,12 @@ The request body is built in ``openai_request``; one response's events are folde
 ``openai_stream.ChatCompletionStreamState``; this module does the HTTP and the stream's end.
 
 Hot path: one network read may hold many events; their data comes from one split of the read
-(``SSEDecoder.feed_data``) and each costs one ``orjson.loads`` of bytes, a dict walk and one
-appended delta (``ChatCompletionStreamState.apply``) — no per-chunk objects beyond the event.
+(``SSEDecoder.feed_data``) and each costs one ``orjson.loads`` of bytes and a dict walk. The
+plain content deltas of one read are delivered as ONE ``text_delta`` (their concatenation,
+``ChatCompletionStreamState.fold``) unless ``StreamOptions.coalesce_deltas`` is off; a read
+that is one event (``SSEDecoder.one_event``, what servers send when the reader keeps up) is one
+``apply``. The body is iterated here, not through ``stream_chunks``, whenever its socket can
+be watched (``OpenBody``): a generator hop less per read.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from .http import (
     Aborted,
     HTTPClientPool,
     IdleTimeout,
+    OpenBody,
     Timeouts,
     guarded,
     read_body_capped,
@@ -79,6 +84,7 @@ _ABORTED = "Request was aborted"
 #: Bytes of a body without any event kept to say what it was (or read as a plain completion);
 #: a body that is not ``text/event-stream`` is not read past this without an event.
 _SNIFF_LIMIT = 1 << 20
+_NO_PAYLOADS: list[bytes] = []  # never appended to
 
 
 class OpenAICompatProvider:
@@ -199,32 +205,122 @@ class OpenAICompatProvider:
             def finished() -> bool:
                 return state.done
 
-            source = stream_chunks(
-                response, signal, timeouts.idle, complete=finished, drain_s=self.drain_timeout
+            body = OpenBody(response, signal, timeouts.idle)
+            # with a socket to watch (the usual case) the body is read right here rather than
+            # through ``stream_chunks``: one generator hop less per read, which is per event
+            # when a server writes one event at a time; its per-read checks are at the end of
+            # the loop, and ``stream_chunks`` drains what follows ``[DONE]``
+            direct = body.watch is not None
+            source = (
+                body.raw
+                if direct
+                else stream_chunks(
+                    response,
+                    signal,
+                    timeouts.idle,
+                    complete=finished,
+                    drain_s=self.drain_timeout,
+                    body=body,
+                )
             )
             apply, feed_data = state.apply, decoder.feed_data  # the per-read calls, bound once
-            async with aclosing(source) as chunks:
-                async for chunk in chunks:
-                    if state.done:
-                        continue  # after [DONE]: drained, not decoded
-                    if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
-                        sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
-                        received = len(sniffed)
-                    for data in feed_data(chunk):
-                        delta = apply(data, out)
-                        if delta is not None:  # the usual: one text delta per chunk
-                            yield delta
-                            continue
-                        if out:
-                            for event in out:
-                                yield event
-                            out.clear()
-                        if state.done or state.failure is not None:
-                            break
-                    if state.failure is not None:
-                        break
-                    if not event_stream and state.events_seen == 0 and received >= _SNIFF_LIMIT:
-                        break  # megabytes of something else: enough to say what it is
+            fold, apply_stopped = state.fold, state.apply_stopped
+            one_event = decoder.one_event
+            coalesce = options.coalesce_deltas
+            ended = False
+            try:
+                async with aclosing(source) as chunks:
+                    if direct and signal is not None and signal.aborted:
+                        raise Aborted()
+                    try:
+                        async for chunk in chunks:
+                            if state.done:
+                                continue  # after [DONE]: drained, not decoded
+                            if state.events_seen == 0 and len(sniffed) < _SNIFF_LIMIT:
+                                sniffed += chunk[: _SNIFF_LIMIT - len(sniffed)]
+                                received = len(sniffed)
+                            data = one_event(chunk)
+                            # a read per event (the shape providers stream), a plain text
+                            # delta: one event, nothing else to test
+                            delta = apply(data, out) if data is not None else None
+                            if delta is not None:
+                                yield delta
+                            else:
+                                if data is not None:
+                                    for event in out:
+                                        yield event
+                                    out.clear()
+                                    payloads = _NO_PAYLOADS
+                                else:
+                                    payloads = feed_data(chunk)
+                                count = len(payloads)
+                                if coalesce and count > 1:
+                                    # the plain text deltas of this read as one event, handed
+                                    # out before the next chunk that says anything else is
+                                    # applied; nothing waits for a later read
+                                    index = 0
+                                    while index < count:
+                                        delta = fold(payloads, index)
+                                        if delta is not None:
+                                            yield delta
+                                        index = state.stop
+                                        if index == count:
+                                            break
+                                        delta = apply_stopped(payloads[index], out)
+                                        index += 1
+                                        if delta is not None:
+                                            yield delta
+                                        for event in out:
+                                            yield event
+                                        out.clear()
+                                        if state.done or state.failure is not None:
+                                            break
+                                else:
+                                    for data in payloads:  # one event per chunk
+                                        delta = apply(data, out)
+                                        if delta is not None:  # the usual: one text delta
+                                            yield delta
+                                            continue
+                                        for event in out:
+                                            yield event
+                                        out.clear()
+                                        if state.done or state.failure is not None:
+                                            break
+                                if state.failure is not None:
+                                    break
+                                if (
+                                    not event_stream
+                                    and state.events_seen == 0
+                                    and received >= _SNIFF_LIMIT
+                                ):
+                                    break  # megabytes of something else: enough to say what
+                            if direct:  # ``stream_chunks``' checks before the next read
+                                if state.done:
+                                    break  # complete: the rest is drained below
+                                if signal is not None and signal.aborted:
+                                    raise Aborted()
+                        else:
+                            if direct:
+                                await body.ended()
+                                ended = True
+                    except httpx.HTTPError as exc:
+                        if direct:
+                            body.failed(exc)  # raises when it was our abort or idle deadline
+                        raise
+                    if direct and state.done and not ended:
+                        drain = stream_chunks(
+                            response,
+                            signal,
+                            timeouts.idle,
+                            complete=finished,
+                            drain_s=self.drain_timeout,
+                            body=body,
+                        )
+                        async with aclosing(drain) as rest:
+                            async for _ in rest:
+                                pass  # after [DONE]: drained, not decoded
+            finally:
+                body.close()
             if not state.done and state.failure is None:
                 for sse in decoder.close():
                     if sse.data != b"[DONE]":

@@ -11,7 +11,8 @@ events (so the shared partial message is never ahead of the event in hand). The 
 a plain content delta, is one chain of dict lookups and an in-place string append
 (``MessageBuilder.append_text``) returning its one event; every other shape goes through
 ``chunk``'s full walk, and ``tests/test_openai_stream_fast_path.py`` holds the two to the
-same events.
+same events. ``fold`` applies a run of such chunks from one network read and returns one event
+for them all (``tests/test_openai_coalesced_deltas.py`` holds it to the per-chunk events).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ MALFORMED_CHUNK = "Provider sent a malformed stream chunk (finish_reason: malfor
 _DONE = b"[DONE]"
 _loads = orjson.loads
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_UNPARSED: Any = object()  # ``held``: ``fold`` stopped before parsing its payload
 
 
 # --------------------------------------------------------------------------- response
@@ -91,8 +93,10 @@ class ChatCompletionStreamState:
         "events_seen",
         "failure",
         "finish_reason",
+        "held",
         "last_tool_key",
         "model",
+        "stop",
         "usage",
     )
 
@@ -105,6 +109,9 @@ class ChatCompletionStreamState:
         self.events_seen = 0
         self.last_tool_key: object | None = None
         self.done = False  # ``[DONE]`` came: the rest of the body is drained, not decoded
+        #: where the last ``fold`` stopped, and the chunk it parsed there (``_UNPARSED``: none)
+        self.stop = 0
+        self.held: Any = _UNPARSED
 
     def apply(self, data: bytes, out: list[AssistantMessageEvent]) -> TextDelta | None:
         """One SSE data payload (from ``SSEDecoder.feed_data``). A plain content delta, the
@@ -145,6 +152,65 @@ class ChatCompletionStreamState:
                 return event
         if type(chunk) is dict:
             self._chunk(chunk, out)
+        return None
+
+    def fold(self, payloads: list[bytes], start: int) -> TextDelta | None:
+        """Apply the plain content deltas of ``payloads[start:]`` (the data of one network
+        read), up to the first payload that is anything else, and return ONE ``TextDelta`` for
+        them all (their concatenation; ``None`` when there was no text). ``stop`` is then the
+        index of the first payload not applied; when it was parsed, ``held`` is its chunk,
+        which ``apply_stopped`` applies (after the caller handed out the merged delta, so the
+        partial message is never ahead of the event in hand).
+
+        A payload is folded exactly when it passes ``apply``'s hot-path test, while a text
+        block is open and the response id known (which folding cannot change); past the
+        batching size ``apply`` would append it through ``text()``, which ``append_texts``
+        does too. The message ends as it would after one ``apply`` per payload; only the
+        events between are merged."""
+        self.held = _UNPARSED
+        builder = self.builder
+        if not builder.text_open or builder.message.response_id is None:
+            self.stop = start
+            return None
+        pieces: list[str] = []
+        index = start
+        count = len(payloads)
+        while index < count:
+            try:
+                chunk = _loads(payloads[index])
+            except orjson.JSONDecodeError:
+                break  # ``[DONE]`` or malformed: ``apply`` says which
+            # ``apply``'s hot-path test, word for word
+            try:
+                choice = chunk["choices"][0]
+                delta = choice["delta"]
+                content = delta.get("content")
+            except (KeyError, IndexError, TypeError, AttributeError):
+                content = None
+            if not (
+                type(content) is str
+                and len(delta) == 1
+                and not choice.get("finish_reason")
+                and ("usage" not in choice or not choice["usage"])
+                and not chunk.get("usage")
+                and ("error" not in chunk or not chunk["error"])
+            ):
+                self.held = chunk
+                break
+            if content:
+                pieces.append(content)
+            index += 1
+        self.events_seen += index - start
+        self.stop = index
+        return builder.append_texts(pieces) if pieces else None
+
+    def apply_stopped(self, data: bytes, out: list[AssistantMessageEvent]) -> TextDelta | None:
+        """``apply`` for the payload ``fold`` stopped at (``data``), without parsing it twice."""
+        held = self.held
+        if held is _UNPARSED:
+            return self.apply(data, out)
+        self.held = _UNPARSED
+        self.chunk(held, out)  # not a plain delta: ``apply`` would take the full walk too
         return None
 
     def chunk(self, chunk: Any, out: list[AssistantMessageEvent]) -> None:

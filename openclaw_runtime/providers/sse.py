@@ -11,7 +11,8 @@ dispatched by ``close()``.
 Data stays ``bytes`` so JSON can be decoded straight from it (orjson takes bytes): the
 per-token hot path never builds a ``str`` it does not need. ``feed_data`` is that hot path for
 callers that read only the data (Chat Completions): when a read is nothing but whole one-line
-``data: `` events, their payloads come from one ``split`` of the read, with no per-event object.
+``data: `` events, their payloads come from one ``split`` of the read, with no per-event object;
+``one_event`` answers the read that is exactly one such event without a list.
 """
 
 from __future__ import annotations
@@ -133,6 +134,23 @@ class SSEDecoder:
                     return payloads
         self._buffer = b""
         return [event.data for event in self.feed(buffer)]
+
+    def one_event(self, chunk: bytes) -> bytes | None:
+        """The data of ``chunk`` when it is exactly one whole one-line ``data: `` event and
+        nothing is pending (a read per event, the shape model APIs stream); else ``None`` and
+        nothing is consumed (use ``feed_data``). ``feed_data``'s first test, without its list."""
+        if (
+            chunk.startswith(_DATA)
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk[-1] == 0x0A  # ``data: ...\n\n`` with no other line break: one event
+            and 0x0D not in chunk  # (an int test is a memchr; ``b"\r" in`` costs 7 times more)
+            and not self._buffer
+            and not self._data
+            and self._event is None
+            and self._id is None
+        ):
+            return chunk[6:-2]
+        return None
 
     def _consume_tail(self, rest: bytes, events: list[SSEEvent]) -> list[SSEEvent]:
         """A long run of lines without a blank one: consume them, keep the last."""

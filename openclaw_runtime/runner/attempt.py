@@ -201,6 +201,9 @@ class AttemptSpec:
     #: the run's prompt: renders ``system_prompt`` for this attempt's model, skill env
     prompt: RunPrompt | None = None
     enforce_final_tag: bool = False
+    #: text deltas of one network read may arrive merged (off while block replies are cut
+    #: from the streaming text: where the chunker cuts depends on the delta boundaries)
+    coalesce_deltas: bool = True
     #: the run's session now (a compaction may move the run to the engine's successor)
     current_session: Callable[[], Session] | None = None
     #: the live run's queues (``LiveRunHandle``): drained at turn boundaries / when it would end
@@ -392,6 +395,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
             idle_timeout=spec.idle_timeout_s,
             session_id=spec.session_id,
             max_tokens=spec.max_tokens,
+            coalesce_deltas=spec.coalesce_deltas,
         ),
     )
     context_guard = install_tool_result_context_guard(

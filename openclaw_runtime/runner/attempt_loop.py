@@ -166,6 +166,7 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 loop_guard=run.total_compactions > 0,
                 max_tokens=self.max_tokens,
                 enforce_final_tag=run.config.agent.reply.enforce_final_tag,
+                coalesce_deltas=run.reply_observer.chunker is None,  # no block replies cut
                 current_session=run.current_session,
                 get_steering_messages=None if live is None else live.drain_steering,
                 get_follow_up_messages=None if live is None else live.drain_follow_ups,
