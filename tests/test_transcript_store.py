@@ -348,9 +348,10 @@ def remove(path: Path) -> None:
 
 
 async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
-    """Creating a file costs hundreds of µs. A new session makes its lock file while the
-    session file is created (in a worker thread), so its flushes append on the loop's thread;
-    a session opened without a lock file makes it at its first flush, in a worker thread."""
+    """Creating a file costs hundreds of µs. A session this process created makes its lock
+    file at its first flush, on the loop's thread (where the session file was created: the
+    same cost as making both together, and none for a session never written); a session
+    opened without a lock file makes it at its first flush, in a worker thread."""
     import openclaw_runtime.transcript.append as append_module
 
     threads: list[int] = []
@@ -364,11 +365,12 @@ async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
     loop_thread = threading.get_ident()
     manager = await new_session(tmp_path, durability="none")
     lock_file = session_lock_path(manager.path)
-    assert exists(lock_file)
+    assert not exists(lock_file)
     for text in ("a", "b"):
         await manager.append_message(UserMessage(content=text, timestamp=1))
         await manager.flush()
     assert threads == [loop_thread, loop_thread]
+    assert exists(lock_file)
     await manager.aclose()
 
     remove(lock_file)

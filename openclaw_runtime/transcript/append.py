@@ -260,7 +260,8 @@ class SessionWriter(SessionReader):
 
             if not self._lock_file_ready:
                 # no lock file when the session was opened: creating one is slow enough
-                # (hundreds of µs) to keep off the event loop (a new session made its own)
+                # (hundreds of µs) to keep off the event loop (a session this process created
+                # makes it below, on the loop, as creating it with the session would have)
                 tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
             else:
                 try:

@@ -27,9 +27,10 @@ import filelock
 import orjson
 
 from .._exceptions import TranscriptError
-from .._files import _fsync_dir, _write_temp, atomic_write, write_all
+from .._files import _fsync_dir, atomic_write, write_all
 from .._flock import FlockLock
 from ..redaction import contains_secret, redact_bytes, redact_data
+from .whole_file import create_whole
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -276,22 +277,20 @@ def append_bytes(
         os.close(fd)
 
 
-def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> None:
-    """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists.
+def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> int:
+    """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists. Returns
+    the new file's inode.
 
-    The file is written aside and hard-linked into place, so it never exists half-written.
-    ``fsync=False`` skips flushing it (and its directory) to disk, for stores that do not
-    promise durability.
+    The file never exists half-written: it gets its name only once written
+    (:func:`.whole_file.create_whole`: an ``O_TMPFILE`` file linked into place where the OS
+    allows, else a temp file beside it, hard-linked). ``fsync=False`` skips flushing it (and
+    its directory) to disk, for stores that do not promise durability.
     """
     target = os.fspath(path)
-    temp = _write_temp(target, content, None, "create", fsync=fsync)
-    try:
-        os.link(temp, target)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    inode = create_whole(target, content, fsync=fsync)
     if fsync:
         _fsync_dir(Path(target).parent)
+    return inode
 
 
 _held = threading.local()
