@@ -355,13 +355,13 @@ async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
     import openclaw_runtime.transcript.append as append_module
 
     threads: list[int] = []
-    real = append_module.session_lock_at
+    real = append_module.take_session_lock
 
-    def recording(key, **kwargs):
+    def recording(key, timeout):
         threads.append(threading.get_ident())
-        return real(key, **kwargs)
+        return real(key, timeout)
 
-    monkeypatch.setattr(append_module, "session_lock_at", recording)
+    monkeypatch.setattr(append_module, "take_session_lock", recording)
     loop_thread = threading.get_ident()
     manager = await new_session(tmp_path, durability="none")
     lock_file = session_lock_path(manager.path)

@@ -44,6 +44,7 @@ __all__ = [
     "create_exclusive",
     "encode_record",
     "entry_problem",
+    "give_session_lock",
     "invalid_lines_path",
     "keep_invalid_lines",
     "open_side_file",
@@ -51,6 +52,7 @@ __all__ = [
     "session_lock",
     "session_lock_at",
     "session_lock_path",
+    "take_session_lock",
 ]
 
 Durability = Literal["none", "flush", "fsync"]
@@ -324,16 +326,24 @@ def session_lock(
 def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
     """:func:`session_lock` for ``key``, the session file's ``os.path.abspath`` worked out
     once by the caller (an open session flushes every turn: no path objects per flush)."""
+    lock = take_session_lock(key, timeout)
+    try:
+        yield
+    finally:
+        give_session_lock(key, lock)
+
+
+def take_session_lock(key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FlockLock | None:
+    """:func:`session_lock_at`'s taking as a plain call, for the turn-end flush (no generator
+    and context-manager objects per turn): the lock now held, or ``None`` when this thread
+    held it already (a re-entry, counted). Pass the result to :func:`give_session_lock` in a
+    ``finally``."""
     held: dict[str, int] | None = getattr(_held, "paths", None)
     if held is None:
         held = _held.paths = {}
     if held.get(key):
         held[key] += 1
-        try:
-            yield
-        finally:
-            held[key] -= 1
-        return
+        return None
     lock = FlockLock(key + SESSION_LOCK_SUFFIX, timeout=timeout)
     try:
         lock.acquire()
@@ -347,8 +357,14 @@ def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Itera
             f"cannot lock session file {os.path.basename(key)}: {exc.strerror}"
         ) from None
     held[key] = 1
-    try:
-        yield
-    finally:
-        held.pop(key, None)
-        lock.release()
+    return lock
+
+
+def give_session_lock(key: str, lock: FlockLock | None) -> None:
+    """Undo one :func:`take_session_lock` of ``key`` (``lock``: what it returned)."""
+    held: dict[str, int] = _held.paths
+    if lock is None:
+        held[key] -= 1
+        return
+    held.pop(key, None)
+    lock.release()
