@@ -106,7 +106,8 @@ async def _live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 inbox = None
             else:
                 handle.remote = partial(inbox.take, run.session_id)
-        if inbox is None or not is_inbox_lease(inbox):
+        leased = inbox is not None and is_inbox_lease(inbox)
+        if not leased:
             # nothing to renew (no inbox, or one that needs no lease: the file inbox): no
             # renewal block, which would only yield (two generator layers fewer)
             yield handle
