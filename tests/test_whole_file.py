@@ -124,6 +124,45 @@ def test_a_file_system_without_o_tmpfile_falls_back_for_good(
 
 
 @needs_anonymous
+@pytest.mark.parametrize(
+    ("where", "code", "stays_on"),
+    [
+        ("open", errno.EACCES, True),  # the folder's own problem: the named way meets it
+        ("open", errno.ENOENT, True),
+        ("link", errno.ENOSPC, True),
+        ("link", errno.EMLINK, True),
+        ("link", errno.EPERM, False),  # a policy that will not link it: off for good
+        ("link", errno.EXDEV, False),
+    ],
+)
+def test_other_errors_leave_the_file_to_the_named_way(
+    tmp_path: Path,
+    way: None,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    code: int,
+    stays_on: bool,
+) -> None:
+    real_open, real_link = os.open, os.link
+
+    def failing_open(path: str, flags: int, mode: int = 0o777) -> int:
+        if where == "open" and flags & whole_file._O_TMPFILE == whole_file._O_TMPFILE:
+            raise OSError(code, os.strerror(code))
+        return real_open(path, flags, mode)
+
+    def failing_link(src: str, dst: str, **kwargs: object) -> None:
+        if where == "link" and src.startswith(whole_file._PROC_FDS):
+            raise OSError(code, os.strerror(code))
+        real_link(src, dst, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", failing_open)
+    monkeypatch.setattr(os, "link", failing_link)
+    inode = create_whole(str(tmp_path / "s.jsonl"), b"head\n", fsync=False)
+    assert observe(tmp_path, "s.jsonl", inode)[::2] == (b"head\n", ["s.jsonl"])
+    assert whole_file.anonymous_create_enabled() is stays_on
+
+
+@needs_anonymous
 def test_no_proc_falls_back_and_leaves_nothing(
     tmp_path: Path, way: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,7 +10,9 @@ linked (``linkat`` through ``/proc/self/fd``): one change to the folder, the sam
 is already there), and a process killed before the link leaves nothing behind (a named temp
 file waits for ``remove_stale_temps``). Where ``O_TMPFILE`` or ``/proc`` is unusable (other
 systems, some file systems), the named temp file is used, as before; the first such refusal
-turns the anonymous way off for the rest of the process.
+turns the anonymous way off for the rest of the process. Any other failure (a full disk, a
+folder that is missing or not writable) is left to the named way, which meets it and reports
+it exactly as it did before.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ __all__ = ["anonymous_create_enabled", "create_whole", "set_anonymous_create"]
 
 _O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
 #: errors that mean "this system or file system cannot make or link an anonymous file"
-#: (EISDIR: kernels before 3.11 read O_TMPFILE as O_DIRECTORY; ENOENT at the link: no /proc)
+#: (EISDIR: kernels before 3.11 read O_TMPFILE as O_DIRECTORY); a link that fails while
+#: ``/proc/self/fd`` is missing means the same
 _UNSUPPORTED = frozenset(
     {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.EPERM}
 )
@@ -67,35 +70,35 @@ def create_whole(target: str, content: bytes, *, fsync: bool) -> int:
 
 
 def _create_anonymous(target: str, content: bytes, *, fsync: bool) -> int | None:
-    """The ``O_TMPFILE`` way; ``None`` (and off from now on) where the system refuses it."""
+    """The ``O_TMPFILE`` way; ``None``: use the named way for this file (which then meets any
+    error the folder has, as before), and from now on when the system refused the way itself.
+    Only a taken name raises here."""
     global _anonymous
     folder = os.path.dirname(target) or "."
     try:
         fd = os.open(folder, _O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        if exc.errno not in _UNSUPPORTED:
-            raise  # e.g. FileNotFoundError: no folder (the caller makes it and tries again)
-        _anonymous = False
-        return None
+        if exc.errno in _UNSUPPORTED:
+            _anonymous = False
+        return None  # e.g. no folder yet: the named way raises what it raised before
     try:
         write_all(fd, content)
         if fsync:
             os.fsync(fd)
         inode = os.fstat(fd).st_ino
-        try:
-            # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc name: Python calls linkat
-            # (not link, which would link the /proc symbolic link itself) only when given a
-            # folder descriptor; for an absolute source path the kernel ignores it
-            os.link(f"{_PROC_FDS}/{fd}", target, src_dir_fd=fd, follow_symlinks=True)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno == errno.ENOENT and os.path.isdir(_PROC_FDS):
-                raise  # the folder was removed since the open: as the named way would fail
-            if exc.errno not in _UNSUPPORTED and exc.errno != errno.ENOENT:
-                raise
-            _anonymous = False  # no /proc, or a file system that will not link it
-            return None
-        return inode
+        # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc name: Python calls linkat (not
+        # link, which would link the /proc symbolic link itself) only when given a folder
+        # descriptor; for an absolute source path the kernel ignores it
+        os.link(f"{_PROC_FDS}/{fd}", target, src_dir_fd=fd, follow_symlinks=True)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        # no /proc (ENOENT), a file system or policy that will not link it (EPERM, EXDEV…):
+        # off for good; anything else (a full disk, a folder removed meanwhile) is the named
+        # way's to meet and report as before
+        if exc.errno in _UNSUPPORTED or not os.path.isdir(_PROC_FDS):
+            _anonymous = False
+        return None
     finally:
         os.close(fd)  # an anonymous file never linked is freed here
+    return inode
