@@ -8,8 +8,9 @@ the longer way gave (issue 13, session 7).
   since) removes it without parsing it: the same outcome as parsing and releasing, for every
   shape another process may have turned the record into meanwhile.
 * A fresh session of a store that does not wait for the disk (``durability="none"``, the
-  runtime's) is created on the event loop, with no worker-thread hop; its lock file is only
-  created, never locked. Other durabilities still create it in a worker thread.
+  runtime's) is created on the event loop, with no worker-thread hop; its lock file is made
+  by its first flush, on the loop too (session 8: not with the session file). Other
+  durabilities still create it in a worker thread.
 * The live inbox works on plain string paths and makes its folder once; a folder removed
   later is made again.
 * ``read_file`` reads what ``Path.read_bytes`` reads.
@@ -257,12 +258,15 @@ async def test_a_fresh_session_is_created_on_the_loop_only_without_fsync(
     header = orjson.loads(path.read_bytes())
     assert header["type"] == "session" and header["id"] == "s1" and header["cwd"] == "/w"
     assert header["timestamp"].startswith("2026-12-03T12:00:00")
-    # the lock file is made with the session file (for the first flush); no temp file is left
-    assert names_in(path.parent) == ["s1.jsonl", "s1.jsonl.runtime.lock"]
+    # no temp file is left, and no lock file yet: the first flush makes it (on the loop)
+    assert names_in(path.parent) == ["s1.jsonl"]
     assert session._lock_file_ready
     await session.append_message(UserMessage(content="hi", timestamp=1))
     await session.flush()
     assert len(path.read_bytes().splitlines()) == 2
+    assert names_in(path.parent) == ["s1.jsonl", "s1.jsonl.runtime.lock"]
+    if durability == "none":
+        assert hops == []  # the flush that made the lock file took no hop either
     reopened = await store.open_or_create("s1", cwd="/elsewhere")  # opened, not created again
     assert [e["type"] for e in reopened.get_entries()] == ["message"]
     await session.aclose()
@@ -279,6 +283,7 @@ async def test_the_first_session_makes_the_folder_and_a_removed_one_is_made_agai
     await first.aclose()
     shutil.rmtree(folder)
     second = await store.create("s2", cwd="/w")
+    await second.append_message(UserMessage(content="hi", timestamp=1))
     await second.aclose()
     assert names_in(folder) == ["s2.jsonl", "s2.jsonl.runtime.lock"]
 
@@ -291,7 +296,7 @@ async def test_a_planted_lock_link_is_refused_at_the_first_flush(tmp_path: Path)
     target = tmp_path / "elsewhere"
     os.symlink(target, tmp_path / "s1.jsonl.runtime.lock")
     session = await store.open_or_create("s1", cwd="/w")
-    assert not session._lock_file_ready and not target.exists()
+    assert not target.exists()
     await session.append_message(UserMessage(content="hi", timestamp=1))
     with pytest.raises(TranscriptError, match="cannot lock session file"):
         await session.flush()

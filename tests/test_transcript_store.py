@@ -348,27 +348,29 @@ def remove(path: Path) -> None:
 
 
 async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
-    """Creating a file costs hundreds of µs. A new session makes its lock file while the
-    session file is created (in a worker thread), so its flushes append on the loop's thread;
-    a session opened without a lock file makes it at its first flush, in a worker thread."""
+    """Creating a file costs hundreds of µs. A session this process created makes its lock
+    file at its first flush, on the loop's thread (where the session file was created: the
+    same cost as making both together, and none for a session never written); a session
+    opened without a lock file makes it at its first flush, in a worker thread."""
     import openclaw_runtime.transcript.append as append_module
 
     threads: list[int] = []
-    real = append_module.session_lock_at
+    real = append_module.take_session_lock
 
-    def recording(key, **kwargs):
+    def recording(key, timeout):
         threads.append(threading.get_ident())
-        return real(key, **kwargs)
+        return real(key, timeout)
 
-    monkeypatch.setattr(append_module, "session_lock_at", recording)
+    monkeypatch.setattr(append_module, "take_session_lock", recording)
     loop_thread = threading.get_ident()
     manager = await new_session(tmp_path, durability="none")
     lock_file = session_lock_path(manager.path)
-    assert exists(lock_file)
+    assert not exists(lock_file)
     for text in ("a", "b"):
         await manager.append_message(UserMessage(content=text, timestamp=1))
         await manager.flush()
     assert threads == [loop_thread, loop_thread]
+    assert exists(lock_file)
     await manager.aclose()
 
     remove(lock_file)

@@ -34,7 +34,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -358,26 +358,31 @@ class FileLanes:
         """The shared record of ``lane``: holders and waiters of every process."""
         return self.store.read(lane)
 
-    @asynccontextmanager
-    async def hold(
+    def hold(
         self,
         lane: str,
         *,
         capacity: int = 1,
         priority: Priority = "normal",
         timeout_s: float | None = None,
-    ) -> AsyncIterator[LaneLease]:
+    ) -> AbstractAsyncContextManager[LaneLease]:
         """``InProcessLanes.hold``, plus the shared record for shared lanes (module docstring).
 
         The lease's timeout runs from when the shared lane is granted, not while waiting
-        for other processes.
+        for other processes. A lane held in this process only (the global lane by default)
+        is the in-process hold itself (no generator layer around it: every run holds one).
         """
+        if not self.shares(lane):
+            return self._local.hold(lane, capacity=capacity, priority=priority, timeout_s=timeout_s)
+        return self._hold_shared(lane, capacity, priority, timeout_s)
+
+    @asynccontextmanager
+    async def _hold_shared(
+        self, lane: str, capacity: int, priority: Priority, timeout_s: float | None
+    ) -> AsyncIterator[LaneLease]:
         async with self._local.hold(
             lane, capacity=capacity, priority=priority, timeout_s=timeout_s
         ) as local:
-            if not self.shares(lane):
-                yield local
-                return
             local.scope.deadline = math.inf  # waiting for other processes is not holding
             started = anyio.current_time()
             claimant = FileLaneClaimant(

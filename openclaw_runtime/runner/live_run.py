@@ -106,7 +106,10 @@ async def _live_run_scope(run: RunState) -> AsyncIterator[LiveRunHandle]:
                 inbox = None
             else:
                 handle.remote = partial(inbox.take, run.session_id)
-        if inbox is None:  # nothing to renew: no renewal block (two generator layers)
+        leased = inbox is not None and is_inbox_lease(inbox)
+        if not leased:
+            # nothing to renew (no inbox, or one that needs no lease: the file inbox): no
+            # renewal block, which would only yield (two generator layers fewer)
             yield handle
         else:
             async with _renewing(handle, inbox):

@@ -20,7 +20,14 @@ from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
 from .entries import generate_entry_id, iso_timestamp
-from .jsonl import SessionLockTimeout, append_bytes, encode_record, session_lock_at
+from .jsonl import (
+    SessionLockTimeout,
+    append_bytes,
+    encode_record,
+    give_session_lock,
+    session_lock_at,
+    take_session_lock,
+)
 from .load import ExternalChanges, load_session_file
 from .reader import SessionReader
 from .repair import repair_assistant_entry, repair_user_entry
@@ -232,49 +239,60 @@ class SessionWriter(SessionReader):
                 return
             payload = b"".join(self._pending)
             self._pending.clear()
-
-            def write(timeout: float) -> SessionTree | None:
-                with session_lock_at(self._lock_key, timeout=timeout):
-                    # one stat tells whether anyone else wrote since our last read or write
-                    # (inode and size); if not, this is one O_APPEND write of every line
-                    external = self._read_external_changes()
-                    prefix = b"\n" if external.torn_tail else b""
-                    size = append_bytes(
-                        self.path,
-                        prefix + payload,
-                        fsync=False,
-                        size_before=self._file_state[1],
-                    )
-                    self._file_state = (self._file_state[0], size)
-                    if external.tree is None and not external.entries:
-                        self.replay_checkpoint.record()  # cheap unless the prefix moved on
-                        return None
-                    # Others wrote while we buffered: their lines precede ours in the file,
-                    # so the tree is rebuilt from the file rather than patched.
-                    data = self.path.read_bytes()
-                    tree, _, state = load_session_file(
-                        self.path, data, repair=False, clock=self._now, timeout=self.lock_timeout
-                    )
-                    self._file_state = state
-                    return tree
-
             if not self._lock_file_ready:
                 # no lock file when the session was opened: creating one is slow enough
-                # (hundreds of µs) to keep off the event loop (a new session made its own)
-                tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
+                # (hundreds of µs) to keep off the event loop (a session this process created
+                # makes it below, on the loop, as creating it with the session would have)
+                tree = await anyio.to_thread.run_sync(
+                    self._write_buffered, payload, self.lock_timeout
+                )
             else:
                 try:
                     # usually nobody else holds the lock: append right here (a small write)
                     # instead of paying a worker-thread hop at every turn end
-                    tree = write(0)
+                    tree = self._write_buffered(payload, 0)
                 except SessionLockTimeout:
-                    tree = await anyio.to_thread.run_sync(write, self.lock_timeout)
+                    tree = await anyio.to_thread.run_sync(
+                        self._write_buffered, payload, self.lock_timeout
+                    )
             self._lock_file_ready = True
             if tree is not None:
                 tree.repair_pointers()
                 self._tree = tree
                 self._branch_cache = self._context_cache = None
                 self._message_cache.clear()
+
+    def _write_buffered(self, payload: bytes, timeout: float) -> SessionTree | None:
+        """Append ``payload`` under the session lock (``flush``'s locked section; the lock
+        taken by plain calls, no context-manager objects per turn end). The new tree when
+        others wrote meanwhile, else ``None``."""
+        key = self._lock_key
+        lock = take_session_lock(key, timeout)
+        try:
+            # one stat tells whether anyone else wrote since our last read or write
+            # (inode and size); if not, this is one O_APPEND write of every line
+            external = self._read_external_changes()
+            prefix = b"\n" if external.torn_tail else b""
+            size = append_bytes(
+                self.path,
+                prefix + payload,
+                fsync=False,
+                size_before=self._file_state[1],
+            )
+            self._file_state = (self._file_state[0], size)
+            if external.tree is None and not external.entries:
+                self.replay_checkpoint.record()  # cheap unless the prefix moved on
+                return None
+            # Others wrote while we buffered: their lines precede ours in the file,
+            # so the tree is rebuilt from the file rather than patched.
+            data = self.path.read_bytes()
+            tree, _, state = load_session_file(
+                self.path, data, repair=False, clock=self._now, timeout=self.lock_timeout
+            )
+            self._file_state = state
+            return tree
+        finally:
+            give_session_lock(key, lock)
 
 
 def _is_finite_positive(value: Any) -> bool:

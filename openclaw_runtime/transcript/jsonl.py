@@ -27,9 +27,10 @@ import filelock
 import orjson
 
 from .._exceptions import TranscriptError
-from .._files import _fsync_dir, _write_temp, atomic_write, write_all
+from .._files import _fsync_dir, atomic_write, write_all
 from .._flock import FlockLock
 from ..redaction import contains_secret, redact_bytes, redact_data
+from .whole_file import create_whole
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -43,6 +44,7 @@ __all__ = [
     "create_exclusive",
     "encode_record",
     "entry_problem",
+    "give_session_lock",
     "invalid_lines_path",
     "keep_invalid_lines",
     "open_side_file",
@@ -50,6 +52,7 @@ __all__ = [
     "session_lock",
     "session_lock_at",
     "session_lock_path",
+    "take_session_lock",
 ]
 
 Durability = Literal["none", "flush", "fsync"]
@@ -276,22 +279,20 @@ def append_bytes(
         os.close(fd)
 
 
-def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> None:
-    """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists.
+def create_exclusive(path: str | Path, content: bytes, *, fsync: bool = True) -> int:
+    """Create ``path`` holding ``content``; ``FileExistsError`` if it already exists. Returns
+    the new file's inode.
 
-    The file is written aside and hard-linked into place, so it never exists half-written.
-    ``fsync=False`` skips flushing it (and its directory) to disk, for stores that do not
-    promise durability.
+    The file never exists half-written: it gets its name only once written
+    (:func:`.whole_file.create_whole`: an ``O_TMPFILE`` file linked into place where the OS
+    allows, else a temp file beside it, hard-linked). ``fsync=False`` skips flushing it (and
+    its directory) to disk, for stores that do not promise durability.
     """
     target = os.fspath(path)
-    temp = _write_temp(target, content, None, "create", fsync=fsync)
-    try:
-        os.link(temp, target)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    inode = create_whole(target, content, fsync=fsync)
     if fsync:
         _fsync_dir(Path(target).parent)
+    return inode
 
 
 _held = threading.local()
@@ -325,16 +326,24 @@ def session_lock(
 def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
     """:func:`session_lock` for ``key``, the session file's ``os.path.abspath`` worked out
     once by the caller (an open session flushes every turn: no path objects per flush)."""
+    lock = take_session_lock(key, timeout)
+    try:
+        yield
+    finally:
+        give_session_lock(key, lock)
+
+
+def take_session_lock(key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FlockLock | None:
+    """:func:`session_lock_at`'s taking as a plain call, for the turn-end flush (no generator
+    and context-manager objects per turn): the lock now held, or ``None`` when this thread
+    held it already (a re-entry, counted). Pass the result to :func:`give_session_lock` in a
+    ``finally``."""
     held: dict[str, int] | None = getattr(_held, "paths", None)
     if held is None:
         held = _held.paths = {}
     if held.get(key):
         held[key] += 1
-        try:
-            yield
-        finally:
-            held[key] -= 1
-        return
+        return None
     lock = FlockLock(key + SESSION_LOCK_SUFFIX, timeout=timeout)
     try:
         lock.acquire()
@@ -348,8 +357,14 @@ def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Itera
             f"cannot lock session file {os.path.basename(key)}: {exc.strerror}"
         ) from None
     held[key] = 1
-    try:
-        yield
-    finally:
-        held.pop(key, None)
-        lock.release()
+    return lock
+
+
+def give_session_lock(key: str, lock: FlockLock | None) -> None:
+    """Undo one :func:`take_session_lock` of ``key`` (``lock``: what it returned)."""
+    held: dict[str, int] = _held.paths
+    if lock is None:
+        held[key] -= 1
+        return
+    held.pop(key, None)
+    lock.release()

@@ -86,7 +86,9 @@ class SessionReader:
         self._file_state = file_state  # (inode, size) after our last read or write
         self._pending: list[bytes] = []
         self._write_lock = _uncontended_fast_lock()
-        self._lock_file_ready = False  # the session's lock file is known to exist
+        # a flush may take the session lock on the event loop: the lock file is known to
+        # exist, or this process created the session (the first flush then makes it)
+        self._lock_file_ready = False
         self._message_cache: dict[int, Any] = {}
         self._missing_parents: set[str] | None = None  # made with the first one reported
         # the active branch, kept across appends (a turn asks for it many times)

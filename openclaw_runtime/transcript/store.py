@@ -33,11 +33,9 @@ import anyio
 
 from .._exceptions import TranscriptError
 from .._files import remove_stale_temps
-from .._flock import make_lock_file
 from .entries import iso_timestamp, make_header
 from .jsonl import (
     DEFAULT_LOCK_TIMEOUT,
-    SESSION_LOCK_SUFFIX,
     Durability,
     create_exclusive,
     encode_record,
@@ -111,13 +109,12 @@ class SessionManager(SessionRewriter):
         content = encode_record(header)
         try:
             try:
-                create_exclusive(target, content, fsync=durability != "none")
+                inode = create_exclusive(target, content, fsync=durability != "none")
             except FileNotFoundError:  # no folder yet: made at the first session, not each
                 target.parent.mkdir(parents=True, exist_ok=True)
-                create_exclusive(target, content, fsync=durability != "none")
+                inode = create_exclusive(target, content, fsync=durability != "none")
         except FileExistsError:
             raise TranscriptError(f"session file {target.name} already exists") from None
-        stat = os.stat(target)
         manager = cls(
             target,
             SessionTree.build(header, []),
@@ -125,9 +122,14 @@ class SessionManager(SessionRewriter):
             lock_timeout=lock_timeout,
             now=clock,
             warn=warn,
-            file_state=(stat.st_ino, stat.st_size),
+            # what this process wrote, not a stat of the name: lines another process appends
+            # once the file has its name are read at the next write, not taken as seen
+            file_state=(inode, len(content)),
         )
-        manager._lock_file_ready = _make_lock_file(manager._lock_key)
+        # No lock file yet: the first flush makes it (``FlockLock`` opens it creating), on the
+        # event loop as creating it here would have been, and a run that never writes makes
+        # none. Made here it cost one more ``open`` and ``close`` per fresh session.
+        manager._lock_file_ready = True
         manager.replay_checkpoint.start_empty()  # a file made just now: no side file is its
         return manager
 
@@ -255,18 +257,6 @@ class SessionManager(SessionRewriter):
 
 
 # --------------------------------------------------------------------------- folder of sessions
-
-
-def _make_lock_file(lock_key: str) -> bool:
-    """Create the new session's lock file now, with the session file, so its first flush
-    does not pay for a file creation. Only created (as ``FlockLock`` opens it: no symbolic
-    link followed, same mode), not locked: making the file needs no lock, and never waits
-    for one. False when it cannot be made (the flush then meets the same error)."""
-    try:
-        make_lock_file(f"{lock_key}{SESSION_LOCK_SUFFIX}")
-    except OSError:
-        return False
-    return True
 
 
 class JsonlSessionStore:
