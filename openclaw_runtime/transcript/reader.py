@@ -57,6 +57,9 @@ class SessionReader:
     #: Whether the session is a file that may keep a replay checkpoint beside it
     #: (``transcript.replay_checkpoint``); sessions kept elsewhere (Redis, memory) say no.
     keeps_replay_checkpoint: ClassVar[bool] = True
+    #: Whether appends and flushes take the session's lock file (``session_lock_at``) by the
+    #: absolute path; a session kept in memory takes none and skips resolving the path.
+    locks_by_path: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -75,7 +78,8 @@ class SessionReader:
                 f"durability must be one of {', '.join(_DURABILITIES)}, got {durability!r}"
             )
         self.path = path
-        self._lock_key = os.path.abspath(path)  # what ``session_lock_at`` takes
+        # what ``session_lock_at`` takes
+        self._lock_key = os.path.abspath(path) if self.locks_by_path else ""
         self.durability: Durability = durability
         self.lock_timeout = lock_timeout
         self.repair_report = repair_report or RepairReport(repaired=False)

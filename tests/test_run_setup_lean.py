@@ -1,0 +1,215 @@
+"""The run set-up's short forms answer as the long forms they replace (issue 13, run3).
+
+* ``skill_env_scope`` is a small class: with no skill variables it sets nothing (the
+  enclosing scope is already what the block sees); with some it does what the generator
+  context manager did. A table compares both on nested scopes, raising blocks and reads.
+* ``resolve_run_prompt`` passes no fault callback when no plugin section can fail.
+* ``history_tokens`` treats a disabled replay checkpointer (memory, Redis) as none: same
+  estimates, no recorder closure kept on it.
+* a memory session does not resolve a lock-file path (it takes no lock file).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from openclaw_runtime import Runtime
+from openclaw_runtime.prompt.skills import current_skill_env, skill_env_scope, subprocess_env
+from openclaw_runtime.prompt.skills import env as skill_env
+from openclaw_runtime.runner import history_tokens
+from openclaw_runtime.runner.history_tokens import estimate_prompt_tokens
+from openclaw_runtime.transcript.memory import MemorySessionStore
+from openclaw_runtime.transcript.replay_checkpoint import ReplayCheckpointer
+from openclaw_runtime.transcript.store import SessionManager
+from tests.run_support import ProbeProvider, probe_config
+from tests.test_transcript_incremental import History
+
+
+@contextmanager
+def _generator_scope(overrides: Mapping[str, str]) -> Iterator[Mapping[str, str]]:
+    """The form ``skill_env_scope`` had before (the reference)."""
+    merged = MappingProxyType({**skill_env._SKILL_ENV.get(), **overrides})
+    token = skill_env._SKILL_ENV.set(merged)
+    try:
+        yield merged
+    finally:
+        skill_env._SKILL_ENV.reset(token)
+
+
+_LAYERS: list[dict[str, str]] = [{}, {"A": "1"}, {"A": "2", "B": "x"}, {"B": "y"}]
+
+
+def _trace(scope: Any, layers: list[dict[str, str]], raise_at: int | None) -> list[Any]:
+    """What a stack of nested scopes shows at each level, on the way in and out."""
+    seen: list[Any] = []
+
+    def enter(depth: int) -> None:
+        if depth == len(layers):
+            if raise_at is not None:
+                raise KeyError("inner")
+            return
+        with scope(layers[depth]) as given:
+            seen.append(("in", depth, dict(given), dict(current_skill_env())))
+            seen.append(("child", depth, subprocess_env({"BASE": "b"})))
+            try:
+                enter(depth + 1)
+            except KeyError:
+                seen.append(("raised", depth))
+                if raise_at == depth:
+                    raise
+        seen.append(("out", depth, dict(current_skill_env())))
+
+    try:
+        enter(0)
+    except KeyError:
+        seen.append(("escaped",))
+    seen.append(("after", dict(current_skill_env())))
+    return seen
+
+
+_SHAPES = [
+    (list(stack), raise_at)
+    for depth in range(4)
+    for stack in itertools.product(_LAYERS, repeat=depth)
+    for raise_at in (None, *range(depth))
+]
+
+
+@pytest.mark.parametrize(("layers", "raise_at"), _SHAPES)
+def test_the_scope_class_shows_what_the_generator_showed(
+    layers: list[dict[str, str]], raise_at: int | None
+) -> None:
+    assert _trace(skill_env_scope, layers, raise_at) == _trace(_generator_scope, layers, raise_at)
+    assert dict(current_skill_env()) == {}
+
+
+def test_an_empty_scope_sets_nothing_and_a_full_one_sets_and_resets() -> None:
+    outer = current_skill_env()
+    with skill_env_scope({}) as given:
+        assert given is outer  # nothing new made or set
+        assert current_skill_env() is outer
+    with skill_env_scope({"A": "1"}) as given:
+        assert current_skill_env() is given
+        assert dict(given) == {"A": "1"}
+        with skill_env_scope({}) as inner:
+            assert inner is given
+    assert current_skill_env() is outer
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_no_fault_callback_is_kept_without_a_plugin_section(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    from openclaw_runtime.runner.prompt import resolve_run_prompt  # lazy: test only
+    from openclaw_runtime.runner.request import RunRequest  # lazy: test only
+
+    probe = ProbeProvider()
+    runtime = _runtime(tmp_path, probe)
+    try:
+        model = runtime.resolve_model(runtime.config.agent.model or "")
+        request = RunRequest(prompt="hi", session_id="s1")
+        prompt = resolve_run_prompt(runtime, runtime.config, request, model, "off")
+    finally:
+        await runtime.aclose()
+    assert prompt.overrides == ()
+    assert prompt.on_error is None
+
+
+def _estimates(session: Any, seed: int) -> list[int]:
+    history = History(seed)
+    got = []
+    for _ in range(12):
+        history.turn()
+        got.append(
+            estimate_prompt_tokens(
+                session, list(history.messages), system_prompt="sys", prompt="go"
+            )
+        )
+    return got
+
+
+def _runtime(tmp_path: Path, probe: ProbeProvider) -> Runtime:
+    return Runtime(
+        probe_config(tmp_path), plugins=[probe.plugin()], load_entrypoints=False, memory=True
+    )
+
+
+class _Plain:
+    """A session without a checkpointer (the reference)."""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("seed", range(4))
+async def test_a_disabled_checkpointer_estimates_as_no_checkpointer(
+    anyio_backend: str, seed: int
+) -> None:
+    store = MemorySessionStore()
+    session = await store.create(f"s{seed}", cwd="/w")
+    checkpointer = session.replay_checkpoint
+    assert isinstance(checkpointer, ReplayCheckpointer) and not checkpointer.enabled
+    assert _estimates(session, seed) == _estimates(_Plain(), seed)
+    assert checkpointer.prefix_tokens is None  # no recorder closure kept on it
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_an_enabled_checkpointer_still_gets_its_recorder(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    session = await SessionManager.create(
+        tmp_path / "s.jsonl", session_id="s1", cwd="/w", durability="none"
+    )
+    try:
+        assert session.replay_checkpoint.enabled
+        _estimates(session, 0)
+        assert session.replay_checkpoint.prefix_tokens is not None
+        _state, seed = history_tokens._state_of(session)
+        assert seed is not None
+    finally:
+        await session.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_only_a_file_session_resolves_its_lock_path(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    memory = await MemorySessionStore().create("m1", cwd="/w")
+    assert memory._lock_key == ""
+    file_session = await SessionManager.create(
+        tmp_path / "f.jsonl", session_id="f1", cwd="/w", durability="none"
+    )
+    try:
+        assert file_session._lock_key == str((tmp_path / "f.jsonl").absolute())
+    finally:
+        await file_session.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_finished_memory_run_leaves_no_scope_for_the_cyclic_collector(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    """The skill scope and the prompt are freed by reference counting when a run returns."""
+    from openclaw_runtime.prompt.plan import RunPrompt  # lazy: test only
+
+    runtime = _runtime(tmp_path, ProbeProvider())
+    try:
+        await runtime.run("warm up", session_id="w")
+        gc.collect()
+        gc.disable()
+        try:
+            result = await runtime.run("hello", session_id="s2")
+            kinds = (skill_env_scope, RunPrompt)
+            left = [type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds)]
+        finally:
+            gc.enable()
+    finally:
+        await runtime.aclose()
+    assert result.ok
+    assert left == []
