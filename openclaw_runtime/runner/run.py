@@ -23,7 +23,6 @@ wires them and emits what it decided. The run's state and the services its attem
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 import uuid
@@ -425,7 +424,7 @@ class _Run(RunState):
                 self.candidates,
                 self._run_candidate,
                 classify=self.classify,
-                classify_result=functools.partial(classify_candidate_result, self),
+                classify_result=self._classify_result,
                 merge_exhausted_result=merge_candidate_results_for_exhaustion,
                 emit=self.emit,
                 fallback_configured=self.fallback_configured,
@@ -443,6 +442,10 @@ class _Run(RunState):
 
     async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:
         return await ModelAttemptLoop(self, candidate).execute()
+
+    def _classify_result(self, result: CandidateResult, candidate: ModelCandidate) -> Any:
+        """``classify_candidate_result`` for this run (a bound method: no partial per run)."""
+        return classify_candidate_result(self, result, candidate)
 
 
 def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | None:

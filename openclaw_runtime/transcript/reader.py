@@ -39,6 +39,8 @@ __all__ = ["SessionReader", "Warn"]
 Warn = Callable[[str], None]
 _DURABILITIES = ("none", "flush", "fsync")
 _NOT_CACHED: Any = object()
+#: the report of a session opened without a repair (frozen: one for every such session)
+_NOT_REPAIRED = RepairReport(repaired=False)
 
 
 def _uncontended_fast_lock() -> anyio.Lock:
@@ -82,7 +84,7 @@ class SessionReader:
         self._lock_key = os.path.abspath(path) if self.locks_by_path else ""
         self.durability: Durability = durability
         self.lock_timeout = lock_timeout
-        self.repair_report = repair_report or RepairReport(repaired=False)
+        self.repair_report = repair_report or _NOT_REPAIRED
         self._tree = tree
         self._now = now or utc_now
         self._warn = warn
