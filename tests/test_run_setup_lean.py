@@ -7,6 +7,9 @@
 * ``history_tokens`` treats a disabled replay checkpointer (memory, Redis) as none: same
   estimates, no recorder closure kept on it.
 * a memory session does not resolve a lock-file path (it takes no lock file).
+* ``fault_scope`` is a small class: the same deliveries as the generator it replaces.
+* a live-run handle makes its end event and its delivered list on first use: a table of
+  every order of queueing, draining, offering, asking and closing against a plain model.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime
+from openclaw_runtime.containment import PluginGuard, fault_scope
+from openclaw_runtime.containment import guard as guard_module
 from openclaw_runtime.prompt.skills import current_skill_env, skill_env_scope, subprocess_env
 from openclaw_runtime.prompt.skills import env as skill_env
 from openclaw_runtime.runner import history_tokens
 from openclaw_runtime.runner.history_tokens import estimate_prompt_tokens
+from openclaw_runtime.runner.live import LiveRunHandle, LiveRunRegistry
 from openclaw_runtime.transcript.memory import MemorySessionStore
 from openclaw_runtime.transcript.replay_checkpoint import ReplayCheckpointer
 from openclaw_runtime.transcript.store import SessionManager
@@ -205,7 +211,7 @@ async def test_a_finished_memory_run_leaves_no_scope_for_the_cyclic_collector(
         gc.disable()
         try:
             result = await runtime.run("hello", session_id="s2")
-            kinds = (skill_env_scope, RunPrompt)
+            kinds = (skill_env_scope, RunPrompt, fault_scope)
             left = [type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds)]
         finally:
             gc.enable()
@@ -213,3 +219,176 @@ async def test_a_finished_memory_run_leaves_no_scope_for_the_cyclic_collector(
         await runtime.aclose()
     assert result.ok
     assert left == []
+
+
+@contextmanager
+def _generator_fault_scope(listener: Any) -> Iterator[None]:
+    """The form ``fault_scope`` had before (the reference)."""
+    relay = guard_module._FaultRelay(listener)
+    token = guard_module._LISTENER.set(relay)
+    try:
+        yield
+    finally:
+        relay.listener = None
+        guard_module._LISTENER.reset(token)
+
+
+def _fault_trace(scope: Any, depth: int, raise_at: int | None) -> list[Any]:
+    """Faults raised at every level of nested scopes (and after them), and where each
+    listener got them; a block may raise on the way out."""
+    guard = PluginGuard()
+    seen: list[Any] = []
+    kept: list[Any] = []
+
+    def level(n: int) -> None:
+        if n == depth:
+            guard.fault("p", "hook", f"inner {n}")
+            if raise_at is not None:
+                raise KeyError("inner")
+            return
+        with scope(lambda fault, n=n: seen.append((n, fault.error))):
+            kept.append(guard_module._LISTENER.get())
+            guard.fault("p", "hook", f"before {n}")
+            try:
+                level(n + 1)
+            except KeyError:
+                seen.append(("raised", n))
+                if raise_at == n:
+                    raise
+            guard.fault("p", "hook", f"after {n}")
+        guard.fault("p", "hook", f"outside {n}")
+
+    try:
+        level(0)
+    except KeyError:
+        seen.append(("escaped",))
+    # a context copied inside a scope (a task started there) delivers nothing once it ended
+    seen.append([relay.listener for relay in kept])
+    seen.append(guard_module._LISTENER.get())
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("depth", "raise_at"),
+    [(d, r) for d in range(4) for r in (None, *range(d))],
+)
+def test_the_fault_scope_class_delivers_what_the_generator_delivered(
+    depth: int, raise_at: int | None
+) -> None:
+    assert _fault_trace(fault_scope, depth, raise_at) == _fault_trace(
+        _generator_fault_scope, depth, raise_at
+    )
+
+
+# the live-run handle: its end event is made on first use, its delivered list on the first
+# delivery; what waiters, offers and the run read is as before
+
+_LIVE_STEPS = ["steer", "follow", "drain_steer", "drain_follow", "ask_ended", "close", "offer"]
+
+
+async def _live_trace(steps: tuple[str, ...]) -> list[Any]:
+    registry = LiveRunRegistry()
+    handle = LiveRunHandle(session_id="s1", session_key=None, run_id="r1")
+    registry.set(handle)
+    seen: list[Any] = []
+    for number, step in enumerate(steps):
+        if step == "steer":
+            handle.enqueue("steer", f"s{number}")
+        elif step == "follow":
+            handle.enqueue("follow_up", f"f{number}")
+        elif step == "drain_steer":
+            seen.append([m.content[0].text for m in await handle.drain_steering()])
+        elif step == "drain_follow":
+            seen.append([m.content[0].text for m in await handle.drain_follow_ups()])
+        elif step == "ask_ended":
+            seen.append(("ended", handle.ended.is_set()))
+        elif step == "close":
+            seen.append(("cleared", registry.clear(handle)))
+        else:
+            seen.append(("offer", handle.offer("steer", f"o{number}")))
+        seen.append([m.content[0].text for m in handle.delivered])
+    ended = handle.ended.is_set()
+    # a waiter after the end returns at once (before it, one would wait: not asked here)
+    seen.append(("end", ended, await registry.wait_for_end("s1") if ended else ended))
+    if not handle.ended.is_set():
+        registry.clear(handle)
+        seen.append(("after clear", handle.ended.is_set()))
+    return seen
+
+
+def _expected_live_trace(steps: tuple[str, ...]) -> list[Any]:
+    """What the handle answered before (a plain model of it: queues, an end flag)."""
+    steering: list[str] = []
+    follow_ups: list[str] = []
+    delivered: list[str] = []
+    ended = stopped = cleared = False
+    seen: list[Any] = []
+    for number, step in enumerate(steps):
+        if step == "steer":
+            steering.append(f"s{number}")
+        elif step == "follow":
+            follow_ups.append(f"f{number}")
+        elif step == "drain_steer":
+            got, steering = steering[:1], steering[1:]
+            delivered += got
+            seen.append(got)
+        elif step == "drain_follow":
+            if steering:
+                got, steering = steering[:1], steering[1:]
+            else:
+                got, follow_ups = follow_ups[:1], follow_ups[1:]
+            if not got:
+                stopped = True
+            delivered += got
+            seen.append(got)
+        elif step == "ask_ended":
+            seen.append(("ended", ended))
+        elif step == "close":
+            seen.append(("cleared", not cleared))
+            cleared = ended = stopped = True
+        elif ended:
+            seen.append(("offer", "no_active_run"))
+        elif stopped:
+            seen.append(("offer", "stopped"))
+        else:
+            steering.append(f"o{number}")
+            seen.append(("offer", "queued"))
+        seen.append(list(delivered))
+    seen.append(("end", ended, ended))
+    if not ended:
+        seen.append(("after clear", True))
+    return seen
+
+
+_LIVE_SHAPES = [
+    shape
+    for length in range(1, 5)
+    for shape in itertools.product(_LIVE_STEPS, repeat=length)
+    if shape.count("close") <= 1
+]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_the_live_handle_answers_as_before_in_every_order(anyio_backend: str) -> None:
+    for shape in _LIVE_SHAPES:
+        assert await _live_trace(shape) == _expected_live_trace(shape), shape
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_waiter_before_the_end_is_woken(anyio_backend: str) -> None:
+    import anyio  # lazy: test only
+
+    registry = LiveRunRegistry()
+    handle = LiveRunHandle(session_id="s1", session_key=None, run_id="r1")
+    registry.set(handle)
+    woke: list[bool] = []
+
+    async def wait() -> None:
+        woke.append(await registry.wait_for_end("s1", 30))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        assert woke == []
+        registry.clear(handle)
+    assert woke == [True]

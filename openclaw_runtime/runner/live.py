@@ -22,7 +22,7 @@ store (``live_inbox``); its messages are moved into the queues at the same drain
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -146,9 +146,22 @@ class LiveRunHandle:
         self.stopped = False
         #: the inbox of messages from other processes (``live_inbox``), if the store has one
         self.remote: RemoteDrain | None = None
-        #: every message the queues handed to the kernel (the run maps them to entries)
-        self.delivered: list[UserMessage] = []
-        self.ended = anyio.Event()
+        #: every message the queues handed to the kernel (the run maps them to entries); an
+        #: empty tuple until the first one (most runs deliver none)
+        self.delivered: Sequence[UserMessage] = ()
+        # the run ended; the event for waiters is made by the first who asks (``ended``)
+        self._is_ended = False
+        self._ended: anyio.Event | None = None
+
+    @property
+    def ended(self) -> anyio.Event:
+        """Set once the run ended (``close``); made on first use: most runs have no waiter."""
+        event = self._ended
+        if event is None:
+            event = self._ended = anyio.Event()
+            if self._is_ended:
+                event.set()
+        return event
 
     @property
     def signal(self) -> AbortSignal:
@@ -158,7 +171,7 @@ class LiveRunHandle:
     def offer(self, kind: LiveMessageKind, text: str) -> LiveMessageReason:
         """Queue ``text`` if ``decide_live_message`` allows it; the decision."""
         reason = decide_live_message(
-            kind, active=not self.ended.is_set(), compacting=self.compacting, stopped=self.stopped
+            kind, active=not self._is_ended, compacting=self.compacting, stopped=self.stopped
         )
         if reason == "queued":
             self.enqueue(kind, text)
@@ -200,7 +213,12 @@ class LiveRunHandle:
         return self._delivered(messages)
 
     def _delivered(self, messages: list[Any]) -> list[Any]:
-        self.delivered.extend(messages)
+        if messages:
+            delivered = self.delivered
+            if isinstance(delivered, list):
+                delivered.extend(messages)
+            else:
+                self.delivered = list(messages)
         return messages
 
     def pending(self) -> int:
@@ -213,7 +231,9 @@ class LiveRunHandle:
             self._unlink()
             self._unlink = None
         self.stopped = True
-        self.ended.set()
+        self._is_ended = True
+        if self._ended is not None:
+            self._ended.set()
 
 
 class LiveRunRegistry:

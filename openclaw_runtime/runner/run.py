@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -440,8 +441,9 @@ class _Run(RunState):
             return result_from_exhausted_chain(self, chain.result, candidates=len(chain.attempts))
         return result_from_candidate(self, chain.result)
 
-    async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:
-        return await ModelAttemptLoop(self, candidate).execute()
+    def _run_candidate(self, candidate: ModelCandidate) -> Awaitable[CandidateResult]:
+        # not a coroutine of its own: the loop's (one frame fewer held while the run waits)
+        return ModelAttemptLoop(self, candidate).execute()
 
     def _classify_result(self, result: CandidateResult, candidate: ModelCandidate) -> Any:
         """``classify_candidate_result`` for this run (a bound method: no partial per run)."""
