@@ -306,7 +306,7 @@ async def _live_trace(steps: tuple[str, ...]) -> list[Any]:
             seen.append(("cleared", registry.clear(handle)))
         else:
             seen.append(("offer", handle.offer("steer", f"o{number}")))
-        seen.append([m.content[0].text for m in handle.delivered])
+        seen.append(([m.content[0].text for m in handle.delivered], handle.pending()))
     ended = handle.ended.is_set()
     # a waiter after the end returns at once (before it, one would wait: not asked here)
     seen.append(("end", ended, await registry.wait_for_end("s1") if ended else ended))
@@ -353,7 +353,7 @@ def _expected_live_trace(steps: tuple[str, ...]) -> list[Any]:
         else:
             steering.append(f"o{number}")
             seen.append(("offer", "queued"))
-        seen.append(list(delivered))
+        seen.append((list(delivered), len(steering) + len(follow_ups)))
     seen.append(("end", ended, ended))
     if not ended:
         seen.append(("after clear", True))

@@ -33,6 +33,7 @@ from ..messages import TextContent, UserMessage
 from ..redaction import package_logger
 
 if TYPE_CHECKING:
+    from ..agent.agent import PendingMessageQueue
     from ..agent.types import QueueMode
 
 __all__ = [
@@ -112,6 +113,12 @@ def live_message(text: str) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)])
 
 
+def _queue(mode: QueueMode) -> PendingMessageQueue:
+    from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
+
+    return PendingMessageQueue(mode)
+
+
 class LiveRunHandle:
     """One registered run: its queues, its abort controller and what it is doing now."""
 
@@ -128,10 +135,10 @@ class LiveRunHandle:
         self.session_id = session_id
         self.session_key = session_key
         self.run_id = run_id
-        from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
-
-        self.steering = PendingMessageQueue(steering_mode)
-        self.follow_ups = PendingMessageQueue(follow_up_mode)
+        # the two queues are made by the first message (most runs are never steered)
+        self._modes = (steering_mode, follow_up_mode)
+        self._steering: PendingMessageQueue | None = None
+        self._follow_ups: PendingMessageQueue | None = None
         self.controller = AbortController()
         self._unlink = (
             abort_signal.add_callback(lambda: self.controller.abort(abort_signal.reason))
@@ -152,6 +159,22 @@ class LiveRunHandle:
         # the run ended; the event for waiters is made by the first who asks (``ended``)
         self._is_ended = False
         self._ended: anyio.Event | None = None
+
+    @property
+    def steering(self) -> PendingMessageQueue:
+        """The steered messages waiting for the next turn boundary."""
+        queue = self._steering
+        if queue is None:
+            queue = self._steering = _queue(self._modes[0])
+        return queue
+
+    @property
+    def follow_ups(self) -> PendingMessageQueue:
+        """The follow-up messages waiting for the run's end."""
+        queue = self._follow_ups
+        if queue is None:
+            queue = self._follow_ups = _queue(self._modes[1])
+        return queue
 
     @property
     def ended(self) -> anyio.Event:
@@ -200,14 +223,18 @@ class LiveRunHandle:
     async def drain_steering(self) -> list[Any]:
         """The kernel's ``get_steering_messages``: the oldest steered message (or all)."""
         await self._pull_remote()
-        return self._delivered(self.steering.drain())
+        queue = self._steering
+        return self._delivered(queue.drain() if queue is not None else [])
 
     async def drain_follow_ups(self) -> list[Any]:
         """The kernel's ``get_follow_up_messages``, asked when the run would end: a steered
         message that arrived since the last turn boundary first, else a follow-up; when both
         are empty the run is ``stopped`` (until an attempt of the run starts again)."""
         await self._pull_remote()
-        messages = self.steering.drain() or self.follow_ups.drain()
+        steering, follow_ups = self._steering, self._follow_ups
+        messages = (steering.drain() if steering is not None else []) or (
+            follow_ups.drain() if follow_ups is not None else []
+        )
         if not messages:
             self.stopped = True
         return self._delivered(messages)
@@ -223,7 +250,10 @@ class LiveRunHandle:
 
     def pending(self) -> int:
         """Messages queued and not yet handed to the kernel."""
-        return len(self.steering) + len(self.follow_ups)
+        steering, follow_ups = self._steering, self._follow_ups
+        return (0 if steering is None else len(steering)) + (
+            0 if follow_ups is None else len(follow_ups)
+        )
 
     def close(self) -> None:
         """The run ended: refuse from now on, wake the waiters."""

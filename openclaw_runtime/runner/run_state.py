@@ -24,7 +24,7 @@ from ..containment import PluginFault, component_unit
 from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..events import Event
-from ..failover import ModelCandidate, hook_classifier
+from ..failover import FailoverClassification, FailoverSignal, ModelCandidate
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
@@ -115,7 +115,6 @@ class RunState:
         self.run_entry_ids: set[str] = set()
         self.prompt_entry_id: str | None = None
         self.prompt_message: Any = None
-        self.classify = hook_classifier(self.hooks)
         self.observes = self.hooks.observes_events
         #: the event kinds someone listens to (``event_kinds``): the rest is not handed out
         self.wanted_kinds = (
@@ -143,7 +142,7 @@ class RunState:
         #: Plugin faults raised during this run (``RunResult.faults``); ``_unreported`` are
         #: the ones not yet on the event stream.
         self.faults: list[PluginFault] = []
-        self._unreported: list[PluginFault] = []
+        self._unreported: list[PluginFault] | None = None  # made with the first fault
         self._reporting = False
         #: ``run_result.success_payloads``' last answer and what it was built from
         self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
@@ -154,7 +153,15 @@ class RunState:
 
     def _on_plugin_fault(self, fault: PluginFault) -> None:
         self.faults.append(fault)
+        if self._unreported is None:
+            self._unreported = []
         self._unreported.append(fault)
+
+    def classify(self, signal: FailoverSignal) -> FailoverClassification | None:
+        """Classify through the runtime's ``classify_failover`` plugin chain (faults are
+        skipped and recorded by the runtime): ``failover.hook_classifier``, as a method."""
+        classification, _plugin = self.hooks.classify_failover(signal)
+        return classification
 
     async def report_faults(self) -> None:
         """Put the plugin faults raised since the last event on the stream (an observer that
