@@ -136,7 +136,7 @@ class LiveRunHandle:
         self.session_key = session_key
         self.run_id = run_id
         # the two queues are made by the first message (most runs are never steered)
-        self._modes = (steering_mode, follow_up_mode)
+        self._steering_mode, self._follow_up_mode = steering_mode, follow_up_mode
         self._steering: PendingMessageQueue | None = None
         self._follow_ups: PendingMessageQueue | None = None
         self.controller = AbortController()
@@ -165,7 +165,7 @@ class LiveRunHandle:
         """The steered messages waiting for the next turn boundary."""
         queue = self._steering
         if queue is None:
-            queue = self._steering = _queue(self._modes[0])
+            queue = self._steering = _queue(self._steering_mode)
         return queue
 
     @property
@@ -173,7 +173,7 @@ class LiveRunHandle:
         """The follow-up messages waiting for the run's end."""
         queue = self._follow_ups
         if queue is None:
-            queue = self._follow_ups = _queue(self._modes[1])
+            queue = self._follow_ups = _queue(self._follow_up_mode)
         return queue
 
     @property
