@@ -392,3 +392,44 @@ async def test_a_waiter_before_the_end_is_woken(anyio_backend: str) -> None:
         assert woke == []
         registry.clear(handle)
     assert woke == [True]
+
+
+class _Lease:
+    def __init__(self, name: str, seen: list[Any], clock: list[float]) -> None:
+        self.name, self.seen, self.clock = name, seen, clock
+
+    def heartbeat(self) -> None:
+        self.seen.append((self.name, self.clock[0]))
+
+
+def _beats(
+    as_leases: bool, steps: tuple[float, ...], monkeypatch: pytest.MonkeyPatch, state_dir: Path
+) -> Any:
+    from openclaw_runtime.runner import run_state  # lazy: test only
+    from openclaw_runtime.runner.request import RunRequest  # lazy: test only
+    from openclaw_runtime.runner.run_state import RunState  # lazy: test only
+
+    clock = [1_000.0]
+    monkeypatch.setattr(run_state.time, "monotonic", lambda: clock[0])
+    runtime = Runtime({"state_dir": str(state_dir)}, memory=True, load_entrypoints=False)
+    state = RunState(runtime, RunRequest(prompt="hi"), None)
+    seen: list[Any] = []
+    session, global_ = _Lease("session", seen, clock), _Lease("global", seen, clock)
+    if as_leases:
+        state.start_heartbeats(leases=(session, global_))
+    else:
+        state.start_heartbeats([session.heartbeat, global_.heartbeat])
+    for step in steps:
+        clock[0] += step
+        state.heartbeat()
+    return seen
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [(), (0.1,), (0.6,), (0.4, 0.2, 0.3, 0.3), (0.5, 0.5, 0.49, 0.01), (1.0, 0.0, 2.0)],
+)
+def test_leases_are_beaten_as_their_bound_methods_were(
+    steps: tuple[float, ...], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert _beats(True, steps, monkeypatch, tmp_path) == _beats(False, steps, monkeypatch, tmp_path)

@@ -334,11 +334,11 @@ class _Run(RunState):
                     await self.emit(
                         LaneAcquired(global_lane, "global", global_lease.waited_s * 1000)
                     )
-                self.start_heartbeats([session_lease.heartbeat, global_lease.heartbeat])
+                self.start_heartbeats(leases=(session_lease, global_lease))
                 try:
                     return await self._with_session()
                 finally:
-                    self.heartbeats = []
+                    self.heartbeats, self.held_leases = (), ()
 
     async def _with_session(self) -> RunResult:
         services = self.services

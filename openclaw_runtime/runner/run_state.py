@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -59,7 +59,7 @@ from .session_ops import (
 )
 
 if TYPE_CHECKING:
-    from ..backends import Session
+    from ..backends import HeldLane, Session
     from .live import LiveRunHandle
     from .services import RunHost
     from .task_group_body import DeferredTasks
@@ -111,7 +111,9 @@ class RunState:
         self.total_compactions = 0
         self.session: Session | None = None
         self.engine: Any = None
-        self.heartbeats: list[Callable[[], None]] = []
+        self.heartbeats: Sequence[Callable[[], None]] = ()
+        #: the lanes' leases held (beaten after ``heartbeats``; no bound method kept per lane)
+        self.held_leases: Sequence[HeldLane] = ()
         self.run_entry_ids: set[str] = set()
         self.prompt_entry_id: str | None = None
         self.prompt_message: Any = None
@@ -214,10 +216,14 @@ class RunState:
         if self.observes:
             self.hooks.on_agent_event(event, self.session_id)
 
-    def start_heartbeats(self, beats: list[Callable[[], None]]) -> None:
-        """The lanes were just granted (their timeouts run from now): beat them from here on,
-        the first time half a second from now like every later beat, not on the first event."""
+    def start_heartbeats(
+        self, beats: Sequence[Callable[[], None]] = (), leases: Sequence[HeldLane] = ()
+    ) -> None:
+        """The lanes were just granted (their timeouts run from now): beat them (``beats``,
+        then each of ``leases``) from here on, the first time half a second from now like
+        every later beat, not on the first event."""
         self.heartbeats = beats
+        self.held_leases = leases
         self._last_beat = time.monotonic()
 
     def heartbeat(self) -> None:
@@ -229,6 +235,8 @@ class RunState:
         self._last_beat = now
         for beat in self.heartbeats:
             beat()
+        for lease in self.held_leases:
+            lease.heartbeat()
 
     # services for the attempt loop ----------------------------------------------------------
 
