@@ -23,8 +23,7 @@ import contextvars
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -123,21 +122,34 @@ _LISTENER: contextvars.ContextVar[_FaultRelay | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def fault_scope(listener: FaultListener) -> Iterator[None]:
+class fault_scope:
     """Send the faults raised in this context (and the tasks it starts) to ``listener``.
 
     A run opens one around its whole life, so a fault in a stream repairer or an observer
     deep inside the agent loop still lands on that run's events and result. When the block
     ends, the listener is dropped (``_FaultRelay``): nothing left over keeps it alive.
+
+    A small class rather than a generator context manager (every run enters one): the
+    same steps in the same order, without a generator and its wrapper held for the run.
+    The context variable holds the relay, never this object (which holds the token, whose
+    context holds the variable's value: that would be a reference cycle).
     """
-    relay = _FaultRelay(listener)
-    token = _LISTENER.set(relay)
-    try:
-        yield
-    finally:
-        relay.listener = None
-        _LISTENER.reset(token)
+
+    __slots__ = ("_relay", "_token")
+
+    def __init__(self, listener: FaultListener) -> None:
+        self._relay = _FaultRelay(listener)
+        self._token: contextvars.Token[_FaultRelay | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _LISTENER.set(self._relay)
+
+    def __exit__(self, *_exc: object) -> None:
+        self._relay.listener = None
+        token = self._token
+        if token is not None:
+            self._token = None
+            _LISTENER.reset(token)
 
 
 def component_unit(slot: str, name: str) -> str:

@@ -18,7 +18,6 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import anyio
@@ -415,7 +414,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
     disarm: Callable[[], None] | None = None
 
     seconds = spec.timeout_s
-    fire = partial(_time_out, seconds, controller, state) if seconds else None
+    fire = this.time_out if seconds else None  # a bound method: no partial per attempt
     try:
         if not timer_needs_task_group():  # asyncio: the timer is a loop callback (attempt_timer)
             disarm = arm_attempt_timer(None, seconds, fire) if seconds and fire else None
@@ -510,6 +509,10 @@ class _AttemptTurn:
         self.session = session
         self.controller = controller
         self.state = _AttemptState()
+
+    def time_out(self) -> None:
+        """The attempt ran out of its time (``attempt_timer``): ``_time_out``."""
+        _time_out(self.spec.timeout_s or 0.0, self.controller, self.state)
 
     def abort_from_run(self) -> None:
         """The run was aborted: so is the attempt, with the run's reason."""

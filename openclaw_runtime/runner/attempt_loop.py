@@ -16,6 +16,8 @@ chains (``attempt_recovery``) and the failure handling (``attempt_failures``) ar
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from ..auth import UnresolvedCredentialError, mark_embedded_run_auth_profile_success
 from ..context import is_mid_turn_precheck_error_message
 from ..failover import FailoverReason, is_context_overflow_error, signal_from_assistant_message
@@ -129,12 +131,14 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
             run.usage.add(usage)
         return outcome
 
-    async def _run_attempt(
+    def _run_attempt(
         self, attempt_no: int, plan: AttemptInputPlan, api_key: str | None
-    ) -> AttemptOutcome:
+    ) -> Awaitable[AttemptOutcome]:
+        """``run_attempt``'s coroutine for this attempt (awaited at once by ``_attempt``; not a
+        coroutine of its own: one frame fewer held while the attempt waits)."""
         run, model, request, live = self.run, self.model, self.run.request, self.run.live
         assert run.session is not None
-        return await run_attempt(
+        return run_attempt(
             AttemptSpec(
                 attempt=attempt_no,
                 session=run.session,

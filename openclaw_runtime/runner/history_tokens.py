@@ -96,6 +96,10 @@ _STATES: weakref.WeakKeyDictionary[Any, HistoryTokens] = weakref.WeakKeyDictiona
 
 def _state_of(session: Any) -> tuple[HistoryTokens, Seed | None]:
     checkpointer = getattr(session, "replay_checkpoint", None)
+    if isinstance(checkpointer, ReplayCheckpointer) and not checkpointer.enabled:
+        # a disabled checkpointer (memory, Redis) never seeds nor records: the same as none,
+        # without a recorder closure kept on it and a seed closure per request
+        checkpointer = None
     try:
         state = _STATES.get(session)
         if state is None:

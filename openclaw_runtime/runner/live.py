@@ -22,7 +22,7 @@ store (``live_inbox``); its messages are moved into the queues at the same drain
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -33,6 +33,7 @@ from ..messages import TextContent, UserMessage
 from ..redaction import package_logger
 
 if TYPE_CHECKING:
+    from ..agent.agent import PendingMessageQueue
     from ..agent.types import QueueMode
 
 __all__ = [
@@ -112,6 +113,12 @@ def live_message(text: str) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)])
 
 
+def _queue(mode: QueueMode) -> PendingMessageQueue:
+    from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
+
+    return PendingMessageQueue(mode)
+
+
 class LiveRunHandle:
     """One registered run: its queues, its abort controller and what it is doing now."""
 
@@ -128,10 +135,10 @@ class LiveRunHandle:
         self.session_id = session_id
         self.session_key = session_key
         self.run_id = run_id
-        from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
-
-        self.steering = PendingMessageQueue(steering_mode)
-        self.follow_ups = PendingMessageQueue(follow_up_mode)
+        # the two queues are made by the first message (most runs are never steered)
+        self._steering_mode, self._follow_up_mode = steering_mode, follow_up_mode
+        self._steering: PendingMessageQueue | None = None
+        self._follow_ups: PendingMessageQueue | None = None
         self.controller = AbortController()
         self._unlink = (
             abort_signal.add_callback(lambda: self.controller.abort(abort_signal.reason))
@@ -146,9 +153,38 @@ class LiveRunHandle:
         self.stopped = False
         #: the inbox of messages from other processes (``live_inbox``), if the store has one
         self.remote: RemoteDrain | None = None
-        #: every message the queues handed to the kernel (the run maps them to entries)
-        self.delivered: list[UserMessage] = []
-        self.ended = anyio.Event()
+        #: every message the queues handed to the kernel (the run maps them to entries); an
+        #: empty tuple until the first one (most runs deliver none)
+        self.delivered: Sequence[UserMessage] = ()
+        # the run ended; the event for waiters is made by the first who asks (``ended``)
+        self._is_ended = False
+        self._ended: anyio.Event | None = None
+
+    @property
+    def steering(self) -> PendingMessageQueue:
+        """The steered messages waiting for the next turn boundary."""
+        queue = self._steering
+        if queue is None:
+            queue = self._steering = _queue(self._steering_mode)
+        return queue
+
+    @property
+    def follow_ups(self) -> PendingMessageQueue:
+        """The follow-up messages waiting for the run's end."""
+        queue = self._follow_ups
+        if queue is None:
+            queue = self._follow_ups = _queue(self._follow_up_mode)
+        return queue
+
+    @property
+    def ended(self) -> anyio.Event:
+        """Set once the run ended (``close``); made on first use: most runs have no waiter."""
+        event = self._ended
+        if event is None:
+            event = self._ended = anyio.Event()
+            if self._is_ended:
+                event.set()
+        return event
 
     @property
     def signal(self) -> AbortSignal:
@@ -158,7 +194,7 @@ class LiveRunHandle:
     def offer(self, kind: LiveMessageKind, text: str) -> LiveMessageReason:
         """Queue ``text`` if ``decide_live_message`` allows it; the decision."""
         reason = decide_live_message(
-            kind, active=not self.ended.is_set(), compacting=self.compacting, stopped=self.stopped
+            kind, active=not self._is_ended, compacting=self.compacting, stopped=self.stopped
         )
         if reason == "queued":
             self.enqueue(kind, text)
@@ -187,25 +223,37 @@ class LiveRunHandle:
     async def drain_steering(self) -> list[Any]:
         """The kernel's ``get_steering_messages``: the oldest steered message (or all)."""
         await self._pull_remote()
-        return self._delivered(self.steering.drain())
+        queue = self._steering
+        return self._delivered(queue.drain() if queue is not None else [])
 
     async def drain_follow_ups(self) -> list[Any]:
         """The kernel's ``get_follow_up_messages``, asked when the run would end: a steered
         message that arrived since the last turn boundary first, else a follow-up; when both
         are empty the run is ``stopped`` (until an attempt of the run starts again)."""
         await self._pull_remote()
-        messages = self.steering.drain() or self.follow_ups.drain()
+        steering, follow_ups = self._steering, self._follow_ups
+        messages = (steering.drain() if steering is not None else []) or (
+            follow_ups.drain() if follow_ups is not None else []
+        )
         if not messages:
             self.stopped = True
         return self._delivered(messages)
 
     def _delivered(self, messages: list[Any]) -> list[Any]:
-        self.delivered.extend(messages)
+        if messages:
+            delivered = self.delivered
+            if isinstance(delivered, list):
+                delivered.extend(messages)
+            else:
+                self.delivered = list(messages)
         return messages
 
     def pending(self) -> int:
         """Messages queued and not yet handed to the kernel."""
-        return len(self.steering) + len(self.follow_ups)
+        steering, follow_ups = self._steering, self._follow_ups
+        return (0 if steering is None else len(steering)) + (
+            0 if follow_ups is None else len(follow_ups)
+        )
 
     def close(self) -> None:
         """The run ended: refuse from now on, wake the waiters."""
@@ -213,7 +261,9 @@ class LiveRunHandle:
             self._unlink()
             self._unlink = None
         self.stopped = True
-        self.ended.set()
+        self._is_ended = True
+        if self._ended is not None:
+            self._ended.set()
 
 
 class LiveRunRegistry:

@@ -53,5 +53,6 @@ def resolve_run_prompt(
         default_model=agent.model,
         thinking=thinking,
         overrides=overrides,
-        on_error=fault,
+        # only a plugin section can fail: no callback (and no closure kept) without one
+        on_error=fault if overrides else None,
     )

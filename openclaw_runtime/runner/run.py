@@ -23,10 +23,10 @@ wires them and emits what it decided. The run's state and the services its attem
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 import uuid
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -334,11 +334,11 @@ class _Run(RunState):
                     await self.emit(
                         LaneAcquired(global_lane, "global", global_lease.waited_s * 1000)
                     )
-                self.start_heartbeats([session_lease.heartbeat, global_lease.heartbeat])
+                self.start_heartbeats(leases=(session_lease, global_lease))
                 try:
                     return await self._with_session()
                 finally:
-                    self.heartbeats = []
+                    self.heartbeats, self.held_leases = (), ()
 
     async def _with_session(self) -> RunResult:
         services = self.services
@@ -425,7 +425,7 @@ class _Run(RunState):
                 self.candidates,
                 self._run_candidate,
                 classify=self.classify,
-                classify_result=functools.partial(classify_candidate_result, self),
+                classify_result=self._classify_result,
                 merge_exhausted_result=merge_candidate_results_for_exhaustion,
                 emit=self.emit,
                 fallback_configured=self.fallback_configured,
@@ -441,8 +441,13 @@ class _Run(RunState):
             return result_from_exhausted_chain(self, chain.result, candidates=len(chain.attempts))
         return result_from_candidate(self, chain.result)
 
-    async def _run_candidate(self, candidate: ModelCandidate) -> CandidateResult:
-        return await ModelAttemptLoop(self, candidate).execute()
+    def _run_candidate(self, candidate: ModelCandidate) -> Awaitable[CandidateResult]:
+        # not a coroutine of its own: the loop's (one frame fewer held while the run waits)
+        return ModelAttemptLoop(self, candidate).execute()
+
+    def _classify_result(self, result: CandidateResult, candidate: ModelCandidate) -> Any:
+        """``classify_candidate_result`` for this run (a bound method: no partial per run)."""
+        return classify_candidate_result(self, result, candidate)
 
 
 def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | None:

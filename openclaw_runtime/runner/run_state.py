@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,7 +24,7 @@ from ..containment import PluginFault, component_unit
 from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..events import Event
-from ..failover import ModelCandidate, hook_classifier
+from ..failover import FailoverClassification, FailoverSignal, ModelCandidate
 from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
@@ -59,7 +59,7 @@ from .session_ops import (
 )
 
 if TYPE_CHECKING:
-    from ..backends import Session
+    from ..backends import HeldLane, Session
     from .live import LiveRunHandle
     from .services import RunHost
     from .task_group_body import DeferredTasks
@@ -111,11 +111,12 @@ class RunState:
         self.total_compactions = 0
         self.session: Session | None = None
         self.engine: Any = None
-        self.heartbeats: list[Callable[[], None]] = []
+        self.heartbeats: Sequence[Callable[[], None]] = ()
+        #: the lanes' leases held (beaten after ``heartbeats``; no bound method kept per lane)
+        self.held_leases: Sequence[HeldLane] = ()
         self.run_entry_ids: set[str] = set()
         self.prompt_entry_id: str | None = None
         self.prompt_message: Any = None
-        self.classify = hook_classifier(self.hooks)
         self.observes = self.hooks.observes_events
         #: the event kinds someone listens to (``event_kinds``): the rest is not handed out
         self.wanted_kinds = (
@@ -143,7 +144,7 @@ class RunState:
         #: Plugin faults raised during this run (``RunResult.faults``); ``_unreported`` are
         #: the ones not yet on the event stream.
         self.faults: list[PluginFault] = []
-        self._unreported: list[PluginFault] = []
+        self._unreported: list[PluginFault] | None = None  # made with the first fault
         self._reporting = False
         #: ``run_result.success_payloads``' last answer and what it was built from
         self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
@@ -156,7 +157,15 @@ class RunState:
 
     def _on_plugin_fault(self, fault: PluginFault) -> None:
         self.faults.append(fault)
+        if self._unreported is None:
+            self._unreported = []
         self._unreported.append(fault)
+
+    def classify(self, signal: FailoverSignal) -> FailoverClassification | None:
+        """Classify through the runtime's ``classify_failover`` plugin chain (faults are
+        skipped and recorded by the runtime): ``failover.hook_classifier``, as a method."""
+        classification, _plugin = self.hooks.classify_failover(signal)
+        return classification
 
     async def report_faults(self) -> None:
         """Put the plugin faults raised since the last event on the stream (an observer that
@@ -209,10 +218,14 @@ class RunState:
         if self.observes:
             self.hooks.on_agent_event(event, self.session_id)
 
-    def start_heartbeats(self, beats: list[Callable[[], None]]) -> None:
-        """The lanes were just granted (their timeouts run from now): beat them from here on,
-        the first time half a second from now like every later beat, not on the first event."""
+    def start_heartbeats(
+        self, beats: Sequence[Callable[[], None]] = (), leases: Sequence[HeldLane] = ()
+    ) -> None:
+        """The lanes were just granted (their timeouts run from now): beat them (``beats``,
+        then each of ``leases``) from here on, the first time half a second from now like
+        every later beat, not on the first event."""
         self.heartbeats = beats
+        self.held_leases = leases
         self._last_beat = time.monotonic()
 
     def heartbeat(self) -> None:
@@ -224,6 +237,8 @@ class RunState:
         self._last_beat = now
         for beat in self.heartbeats:
             beat()
+        for lease in self.held_leases:
+            lease.heartbeat()
 
     # services for the attempt loop ----------------------------------------------------------
 

@@ -84,6 +84,7 @@ class MemorySession(SessionRewriter):
     """An open in-memory session (see the module docstring); nothing touches the disk."""
 
     keeps_replay_checkpoint = False  # not a file: no side file beside it
+    locks_by_path = False  # nor a lock file: the stored session's own lock guards it
 
     def __init__(
         self,

@@ -40,6 +40,8 @@ Warn = Callable[[str], None]
 _DURABILITIES = ("none", "flush", "fsync")
 _NOT_CACHED: Any = object()
 _ContextCache = tuple[str | None, SessionContext, list[dict[str, Any]]]
+#: the report of a session opened without a repair (frozen: one for every such session)
+_NOT_REPAIRED = RepairReport(repaired=False)
 
 
 def _uncontended_fast_lock() -> anyio.Lock:
@@ -58,6 +60,9 @@ class SessionReader:
     #: Whether the session is a file that may keep a replay checkpoint beside it
     #: (``transcript.replay_checkpoint``); sessions kept elsewhere (Redis, memory) say no.
     keeps_replay_checkpoint: ClassVar[bool] = True
+    #: Whether appends and flushes take the session's lock file (``session_lock_at``) by the
+    #: absolute path; a session kept in memory takes none and skips resolving the path.
+    locks_by_path: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -76,10 +81,11 @@ class SessionReader:
                 f"durability must be one of {', '.join(_DURABILITIES)}, got {durability!r}"
             )
         self.path = path
-        self._lock_key = os.path.abspath(path)  # what ``session_lock_at`` takes
+        # what ``session_lock_at`` takes
+        self._lock_key = os.path.abspath(path) if self.locks_by_path else ""
         self.durability: Durability = durability
         self.lock_timeout = lock_timeout
-        self.repair_report = repair_report or RepairReport(repaired=False)
+        self.repair_report = repair_report or _NOT_REPAIRED
         self._tree = tree
         self._now = now or utc_now
         self._warn = warn

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -82,12 +81,30 @@ def subprocess_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**(os.environ if base is None else base), **_SKILL_ENV.get()}
 
 
-@contextmanager
-def skill_env_scope(overrides: Mapping[str, str]) -> Iterator[Mapping[str, str]]:
-    """Apply ``overrides`` (on top of any enclosing scope) until the block exits."""
-    merged = MappingProxyType({**_SKILL_ENV.get(), **overrides})
-    token = _SKILL_ENV.set(merged)
-    try:
-        yield merged
-    finally:
-        _SKILL_ENV.reset(token)
+class skill_env_scope:
+    """Apply ``overrides`` (on top of any enclosing scope) until the block exits.
+
+    A small class rather than a generator context manager: every attempt enters one, and a
+    run with no skill variables (the common case) sets nothing at all — the enclosing
+    scope's variables are already what the block sees — so it keeps no generator, context
+    token or new mapping while the attempt runs."""
+
+    __slots__ = ("_overrides", "_token")
+
+    def __init__(self, overrides: Mapping[str, str]) -> None:
+        self._overrides = overrides
+        self._token: Token[Mapping[str, str]] | None = None
+
+    def __enter__(self) -> Mapping[str, str]:
+        overrides = self._overrides
+        if not overrides:
+            return _SKILL_ENV.get()
+        merged = MappingProxyType({**_SKILL_ENV.get(), **overrides})
+        self._token = _SKILL_ENV.set(merged)
+        return merged
+
+    def __exit__(self, *_exc: object) -> None:
+        token = self._token
+        if token is not None:
+            self._token = None
+            _SKILL_ENV.reset(token)
