@@ -7,6 +7,10 @@ transformer, outermost first, and then the provider's stream (releasing its HTTP
 A transformer with a ``passes_through(context)`` method that answers True for a request is
 left out of that request's stream (the built-in plain-text tool-call repairer when the request
 offers no tools): a stage that would only copy events costs two generator layers per event.
+When every remaining transformer also offers ``open_stage`` (the built-in chain: the repairer
+and the reply-tag splitter), their stages run inside this module's own loop instead of as
+nested generators (``repair.stages``): the same events, errors and closes, two generator
+layers fewer per event.
 
 ``guard_stream_repairers`` puts every plugin's repairer and every tool-call format behind the
 runtime's ``PluginGuard``: a repairer that raises is taken out of *that* stream (the events it
@@ -33,6 +37,7 @@ from ..containment import PluginGuard, component_unit
 from ..events import AssistantMessageEvent, AssistantMessageEventStream
 from ..llm import Context, Model, StreamFn, StreamOptions
 from .formats import FormatScan, FormatScanOptions, ToolCallFormat, coerce_tool_call_formats
+from .stages import open_stages
 
 __all__ = [
     "GuardedToolCallFormat",
@@ -74,13 +79,47 @@ async def _repaired_events(
     layers: list[Any] = [provider_stream]
     try:
         events: AsyncIterator[AssistantMessageEvent] = provider_stream
-        for transformer in transformers:
-            if _passes_through(transformer, context):
-                continue
-            events = transformer(events, context)
-            layers.append(events)
-        async for event in events:
-            yield event
+        active = [t for t in transformers if not _passes_through(t, context)]
+        stages = open_stages(active, context)
+        if stages is None:
+            for transformer in active:
+                events = transformer(events, context)
+                layers.append(events)
+            async for event in events:
+                yield event
+        elif len(stages) == 1:  # the stage's generator, run as calls (``repair.stages``)
+            (first,) = stages
+            async for event in provider_stream:
+                for out in first.feed(event):
+                    yield out
+                if first.stops_at_terminal and event.type in _TERMINAL:
+                    break
+            else:
+                for out in first.flush():
+                    yield out
+        else:  # two stages: the second is fed each output of the first as it comes
+            first, second = stages
+            ended = False
+            async for event in provider_stream:
+                for middle in first.feed(event):
+                    for out in second.feed(middle):
+                        yield out
+                    if second.stops_at_terminal and middle.type in _TERMINAL:
+                        ended = True
+                        break
+                if ended or (first.stops_at_terminal and event.type in _TERMINAL):
+                    ended = True
+                    break
+            if not ended:
+                for middle in first.flush():
+                    for out in second.feed(middle):
+                        yield out
+                    if second.stops_at_terminal and middle.type in _TERMINAL:
+                        ended = True
+                        break
+                if not ended:
+                    for out in second.flush():
+                        yield out
         # a provider stream that raised just ended for the layers iterating it: its own error
         # (not "ended without a completion event") is what the run must report
         failure = getattr(provider_stream, "failure", None)

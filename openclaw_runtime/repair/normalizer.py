@@ -33,7 +33,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent, Done, Start
 from ..llm import Context
@@ -105,6 +105,8 @@ class _Normalizer:
     blocks: dict[int, list[str] | None] = field(default_factory=dict)
     total_chars: int = 0
     next_scan_chars: int = _ALWAYS_SCAN_CHARS
+    #: as a ``repair.stages`` stage: the generator stops reading after ``done``/``error``
+    stops_at_terminal: ClassVar[bool] = True
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -260,6 +262,22 @@ class _Normalizer:
         return out
 
 
+class _PassStage:
+    """The repairer's stage for a stream with no tools: every event as it is, to the end."""
+
+    __slots__ = ()
+    stops_at_terminal: ClassVar[bool] = False
+
+    def feed(self, event: AssistantMessageEvent) -> list[AssistantMessageEvent]:
+        return [event]
+
+    def flush(self) -> list[AssistantMessageEvent]:
+        return []
+
+
+_PASS_STAGE = _PassStage()
+
+
 def _reindexed(event: Any, index: int, message: AssistantMessage) -> Any:
     """``event`` moved to ``index`` of the promoted ``message``."""
     names = {f.name for f in dataclasses.fields(event)}
@@ -335,6 +353,22 @@ class PlainTextToolCallRepairer:
             resolve_tool_name=self.resolve_tool_name,
             tool_call_id=self.tool_call_id,
             max_payload_bytes=self.max_payload_bytes,
+        )
+
+    def open_stage(self, context: Context | Any) -> _Normalizer | _PassStage:
+        """This repairer on one stream for ``context`` as a ``repair.stages`` stage: what
+        ``__call__``'s generator does, fed event by event (no tools: events pass as they are).
+        """
+        allowed = resolve_context_tool_names(context)
+        if not allowed:
+            return _PASS_STAGE
+        chosen = (
+            tuple(BUILTIN_TOOL_CALL_FORMATS.values())
+            if self.formats is None
+            else coerce_tool_call_formats(self.formats)
+        )
+        return _Normalizer(
+            allowed, chosen, self.resolve_tool_name, self.tool_call_id, self.max_payload_bytes
         )
 
     def passes_through(self, context: Context | Any) -> bool:

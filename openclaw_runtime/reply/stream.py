@@ -162,6 +162,69 @@ def _reindexed(event: Any, index: int, out: AssistantMessage) -> AssistantMessag
     raise TypeError(f"not a block event: {type(event).__name__}")
 
 
+class ReplyTagSplitStage:
+    """``split_reply_tag_events`` on one stream, fed event by event (a ``repair.stages``
+    stage: the generator is this, driven by ``async for``)."""
+
+    __slots__ = ("enforce_final_tag", "rebuilder")
+    stops_at_terminal = False  # it passes whatever follows ``done`` / ``error``
+
+    def __init__(self, enforce_final_tag: bool = False) -> None:
+        self.enforce_final_tag = enforce_final_tag
+        self.rebuilder: _Rebuilder | None = None
+
+    def feed(self, event: AssistantMessageEvent) -> list[AssistantMessageEvent]:
+        """The events to emit for ``event``."""
+        rebuilder = self.rebuilder
+        if isinstance(event, Start):
+            out = event.partial.model_copy(update={"content": []})
+            self.rebuilder = _Rebuilder(out, enforce_final_tag=self.enforce_final_tag)
+            return [Start(out)]
+        if isinstance(event, Done):
+            pending = rebuilder.end_text_block() if rebuilder is not None else []
+            pending.append(
+                Done(
+                    event.reason,
+                    split_message_tags(event.message, enforce_final_tag=self.enforce_final_tag),
+                )
+            )
+            return pending
+        if isinstance(event, Error):
+            pending = rebuilder.end_text_block() if rebuilder is not None else []
+            pending.append(
+                Error(
+                    event.reason,
+                    split_message_tags(event.error, enforce_final_tag=self.enforce_final_tag),
+                )
+            )
+            return pending
+        if rebuilder is None:
+            return [event]
+        if isinstance(event, TextStart):
+            return []  # a block opens when the splitter has something for it
+        if isinstance(event, TextDelta):
+            return rebuilder.segments(rebuilder.splitter.feed(event.delta))
+        if isinstance(event, TextEnd):
+            return rebuilder.end_text_block()
+        if isinstance(event, _PASSTHROUGH):
+            pending = []
+            if isinstance(event, _PASSTHROUGH_START):
+                pending = rebuilder.end_text_block()
+                block = event.partial.content[event.content_index]
+                rebuilder.passthrough_block(event.content_index, block)
+            index = rebuilder.index_map.get(event.content_index)
+            if index is None:  # a block we never saw start: keep it visible
+                block = event.partial.content[event.content_index]
+                index = rebuilder.passthrough_block(event.content_index, block)
+            pending.append(_reindexed(event, index, rebuilder.out))
+            return pending
+        return [event]
+
+    def flush(self) -> list[AssistantMessageEvent]:
+        """Nothing: at the input's end the generator just ends (what is held stays held)."""
+        return []
+
+
 async def split_reply_tag_events(
     events: AsyncIterator[AssistantMessageEvent],
     context: Context | None = None,
@@ -169,55 +232,10 @@ async def split_reply_tag_events(
     enforce_final_tag: bool = False,
 ) -> AsyncIterator[AssistantMessageEvent]:
     """The provider's ``events`` with inline reasoning tags turned into thinking blocks."""
-    rebuilder: _Rebuilder | None = None
+    stage = ReplyTagSplitStage(enforce_final_tag)
     async for event in events:
-        if isinstance(event, Start):
-            out = event.partial.model_copy(update={"content": []})
-            rebuilder = _Rebuilder(out, enforce_final_tag=enforce_final_tag)
-            yield Start(out)
-            continue
-        if isinstance(event, Done):
-            if rebuilder is not None:
-                for pending in rebuilder.end_text_block():
-                    yield pending
-            yield Done(
-                event.reason, split_message_tags(event.message, enforce_final_tag=enforce_final_tag)
-            )
-            continue
-        if isinstance(event, Error):
-            if rebuilder is not None:
-                for pending in rebuilder.end_text_block():
-                    yield pending
-            yield Error(
-                event.reason, split_message_tags(event.error, enforce_final_tag=enforce_final_tag)
-            )
-            continue
-        if rebuilder is None:
-            yield event
-            continue
-        if isinstance(event, TextStart):
-            continue  # a block opens when the splitter has something for it
-        if isinstance(event, TextDelta):
-            for out_event in rebuilder.segments(rebuilder.splitter.feed(event.delta)):
-                yield out_event
-            continue
-        if isinstance(event, TextEnd):
-            for out_event in rebuilder.end_text_block():
-                yield out_event
-            continue
-        if isinstance(event, _PASSTHROUGH):
-            if isinstance(event, _PASSTHROUGH_START):
-                for out_event in rebuilder.end_text_block():
-                    yield out_event
-                block = event.partial.content[event.content_index]
-                rebuilder.passthrough_block(event.content_index, block)
-            index = rebuilder.index_map.get(event.content_index)
-            if index is None:  # a block we never saw start: keep it visible
-                block = event.partial.content[event.content_index]
-                index = rebuilder.passthrough_block(event.content_index, block)
-            yield _reindexed(event, index, rebuilder.out)
-            continue
-        yield event
+        for out in stage.feed(event):
+            yield out
 
 
 class _TagSplitting:
@@ -233,6 +251,10 @@ class _TagSplitting:
         self, events: AsyncIterator[AssistantMessageEvent], context: Context
     ) -> AsyncIterator[AssistantMessageEvent]:
         return split_reply_tag_events(events, context, enforce_final_tag=self.enforce_final_tag)
+
+    def open_stage(self, context: Context) -> ReplyTagSplitStage:
+        """The splitter on one stream as a ``repair.stages`` stage."""
+        return ReplyTagSplitStage(self.enforce_final_tag)
 
 
 _SPLITTING = (_TagSplitting(False), _TagSplitting(True))
