@@ -395,6 +395,11 @@ class EventStream(Generic[E, R]):
         return self._done
 
     @property
+    def settled(self) -> bool:
+        """True once done with no source left to close: ``aclose()`` then waits for nothing."""
+        return self._done and self._source is None
+
+    @property
     def failure(self) -> BaseException | None:
         """What failed the stream (``fail()``, or its source raising), if anything did.
 

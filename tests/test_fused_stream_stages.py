@@ -17,6 +17,8 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
@@ -37,6 +39,7 @@ from openclaw_runtime.repair import (
     apply_stream_repairers,
 )
 from openclaw_runtime.repair.compose import _repaired_events
+from openclaw_runtime.repair.formats import coerce_tool_call_formats
 from openclaw_runtime.repair.stages import open_stages
 from openclaw_runtime.reply import split_message_tags, with_reply_tag_splitting
 from openclaw_runtime.reply import stream as reply_stream
@@ -371,6 +374,50 @@ async def test_the_runtime_chain_runs_as_stages() -> None:
     assert open_stages([_generator_only(REPAIRER), splitter], WITH_TOOLS) is None
     assert open_stages([REPAIRER, splitter, splitter], WITH_TOOLS) is None  # too many: generators
     assert open_stages([], WITH_TOOLS) is None
+    # no tools: the repairer is left out, the splitter runs alone
+    alone = open_stages([REPAIRER, splitter], NO_TOOLS)
+    assert alone is not None
+    assert [type(stage).__name__ for stage in alone] == ["ReplyTagSplitStage"]
+    assert open_stages([REPAIRER], NO_TOOLS) is None  # nothing left: the generator path
+
+
+class NotAFormat:
+    """Has neither ``parse_at`` nor ``scan_at``."""
+
+
+@pytest.mark.parametrize(
+    "repairer",
+    [
+        PlainTextToolCallRepairer(),
+        REPAIRER,
+        PlainTextToolCallRepairer(formats=(BUILTIN_TOOL_CALL_FORMATS["bracket"],)),
+        PlainTextToolCallRepairer().with_formats({"xmlish": BUILTIN_TOOL_CALL_FORMATS["xmlish"]}),
+    ],
+    ids=["default", "all built-ins", "given", "bound"],
+)
+def test_the_stage_checks_the_formats_once_and_uses_the_same_ones(
+    repairer: PlainTextToolCallRepairer,
+) -> None:
+    expected = (
+        tuple(BUILTIN_TOOL_CALL_FORMATS.values())
+        if repairer.formats is None
+        else coerce_tool_call_formats(repairer.formats)
+    )
+    first = repairer.open_stage(WITH_TOOLS)
+    again = repairer.open_stage(WITH_TOOLS)
+    assert first is not None and again is not None
+    assert first.formats == expected and again.formats is first.formats
+    assert first is not again  # a stage per stream
+    rebound = repairer.with_formats({"bracket": BUILTIN_TOOL_CALL_FORMATS["bracket"]})
+    stage = rebound.open_stage(WITH_TOOLS)
+    assert stage is not None and stage.formats == (BUILTIN_TOOL_CALL_FORMATS["bracket"],)
+
+
+def test_a_bad_format_fails_every_stage_it_would_open() -> None:
+    repairer = PlainTextToolCallRepairer(formats=(NotAFormat(),))  # type: ignore[arg-type]
+    for _ in range(2):
+        with pytest.raises(TypeError, match="does not implement ToolCallFormat"):
+            repairer.open_stage(WITH_TOOLS)
 
 
 @pytest.mark.parametrize("shape", ["text", "plain-text call", "native call", "no terminal, held"])
@@ -411,9 +458,13 @@ async def _generate(transformer: Any, events: Iterable[Any], context: Context) -
 async def test_each_stage_alone_matches_its_generator(shape: str, context: Context) -> None:
     """Each stage driven by the rule ``repair.stages`` states, against its generator on its
     own (the no-tools repairer stage included, which the chain leaves out)."""
-    assert await _drive(_repairer().open_stage(context), SHAPES[shape]()) == await _generate(
-        _repairer(), SHAPES[shape](), context
-    )
+    stage = _repairer().open_stage(context)
+    expected = await _generate(_repairer(), SHAPES[shape](), context)
+    if stage is None:  # left out of the chain: the generator must pass the stream untouched
+        assert context is NO_TOOLS
+        assert expected == [_snapshot(event) for event in SHAPES[shape]()]
+    else:
+        assert await _drive(stage, SHAPES[shape]()) == expected
     for enforce in (False, True):
         stage = reply_stream._SPLITTING[enforce].open_stage(context)
         assert await _drive(stage, SHAPES[shape]()) == await _generate(
@@ -421,3 +472,79 @@ async def test_each_stage_alone_matches_its_generator(shape: str, context: Conte
             SHAPES[shape](),
             context,
         )
+
+
+# --------------------------------------------------------------------------- closing
+
+
+class SlowClose:
+    """A provider's source whose close takes several event-loop steps (an HTTP release)."""
+
+    def __init__(self, events: list[Any], closed: list[str]) -> None:
+        self.events = list(events)
+        self.closed = closed
+
+    def __aiter__(self) -> SlowClose:
+        return self
+
+    async def __anext__(self) -> Any:
+        if not self.events:
+            raise StopAsyncIteration
+        return self.events.pop(0)
+
+    async def aclose(self) -> None:
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        self.closed.append("provider")
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["bare-source", "event-stream"])
+@pytest.mark.parametrize("stop_after", ["start", "text_delta", "done"])
+async def test_the_fused_chain_closes_its_provider_in_a_cancelled_scope(
+    stop_after: str, wrapped: bool
+) -> None:
+    """The stages' loop closes the provider under a shield unless the provider's event
+    stream has already ended and closed its source (then closing waits for nothing)."""
+    closed: list[str] = []
+
+    def provider(model: Any, context: Any, options: Any) -> Any:
+        source = SlowClose(list(provider_events(("text", ["hi ", "there"]))), closed)
+        return AssistantMessageEventStream(source) if wrapped else source
+
+    stream_fn = with_reply_tag_splitting(apply_stream_repairers(provider, [REPAIRER]))
+    seen: list[str] = []
+    with anyio.fail_after(10):
+        with anyio.CancelScope() as scope:
+            response = stream_fn(MODEL, WITH_TOOLS, StreamOptions())
+            try:
+                async for event in response:
+                    seen.append(event.type)
+                    if event.type == stop_after:
+                        scope.cancel()
+                        break
+            finally:
+                await response.aclose()
+    assert seen[-1] == stop_after
+    assert closed == ["provider"]
+
+
+async def test_an_event_stream_is_settled_once_done_with_nothing_to_close() -> None:
+    async def source() -> AsyncIterator[Any]:
+        for event in provider_events(("text", ["a"])):
+            yield event
+
+    pulled = AssistantMessageEventStream(source())
+    assert not pulled.settled
+    types = [event.type async for event in pulled]
+    assert types[-1] == "done" and pulled.settled  # the terminal event closed the source
+
+    ended_early = AssistantMessageEventStream(source())
+    ended_early.end()  # done, but its source is still there to close
+    assert ended_early.done and not ended_early.settled
+    await ended_early.aclose()
+    assert ended_early.settled
+
+    pushed = AssistantMessageEventStream()  # push mode: no source
+    assert not pushed.settled
+    pushed.fail(RuntimeError("x"))
+    assert pushed.settled

@@ -79,10 +79,11 @@ async def _repaired_events(
     layers: list[Any] = [provider_stream]
     try:
         events: AsyncIterator[AssistantMessageEvent] = provider_stream
-        active = [t for t in transformers if not _passes_through(t, context)]
-        stages = open_stages(active, context)
+        stages = open_stages(transformers, context)
         if stages is None:
-            for transformer in active:
+            for transformer in transformers:
+                if _passes_through(transformer, context):
+                    continue
                 events = transformer(events, context)
                 layers.append(events)
             async for event in events:
@@ -126,9 +127,14 @@ async def _repaired_events(
         if isinstance(failure, Exception):
             raise failure
     finally:
-        with anyio.CancelScope(shield=True):
-            for layer in reversed(layers):
-                await _aclose(layer)
+        if len(layers) == 1 and getattr(provider_stream, "settled", False) is True:
+            # stages, and a provider stream that ended: closing it waits for nothing, so
+            # there is no wait to shield (a shielded scope per model call saved)
+            await provider_stream.aclose()
+        else:
+            with anyio.CancelScope(shield=True):
+                for layer in reversed(layers):
+                    await _aclose(layer)
 
 
 def _passes_through(transformer: Any, context: Context) -> bool:

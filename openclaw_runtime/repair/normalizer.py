@@ -262,22 +262,6 @@ class _Normalizer:
         return out
 
 
-class _PassStage:
-    """The repairer's stage for a stream with no tools: every event as it is, to the end."""
-
-    __slots__ = ()
-    stops_at_terminal: ClassVar[bool] = False
-
-    def feed(self, event: AssistantMessageEvent) -> list[AssistantMessageEvent]:
-        return [event]
-
-    def flush(self) -> list[AssistantMessageEvent]:
-        return []
-
-
-_PASS_STAGE = _PassStage()
-
-
 def _reindexed(event: Any, index: int, message: AssistantMessage) -> Any:
     """``event`` moved to ``index`` of the promoted ``message``."""
     names = {f.name for f in dataclasses.fields(event)}
@@ -342,6 +326,9 @@ class PlainTextToolCallRepairer:
     resolve_tool_name: ToolNameResolver | None = None
     tool_call_id: Callable[[], str] | None = None
     max_payload_bytes: int = DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES
+    _checked: tuple[ToolCallFormat, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __call__(
         self, events: AsyncIterator[AssistantMessageEvent], context: Context | Any
@@ -355,18 +342,21 @@ class PlainTextToolCallRepairer:
             max_payload_bytes=self.max_payload_bytes,
         )
 
-    def open_stage(self, context: Context | Any) -> _Normalizer | _PassStage:
+    def open_stage(self, context: Context | Any) -> _Normalizer | None:
         """This repairer on one stream for ``context`` as a ``repair.stages`` stage: what
-        ``__call__``'s generator does, fed event by event (no tools: events pass as they are).
-        """
+        ``__call__``'s generator does, fed event by event; None when the stream would pass
+        untouched (no tools)."""
         allowed = resolve_context_tool_names(context)
         if not allowed:
-            return _PASS_STAGE
-        chosen = (
-            tuple(BUILTIN_TOOL_CALL_FORMATS.values())
-            if self.formats is None
-            else coerce_tool_call_formats(self.formats)
-        )
+            return None
+        chosen = self._checked
+        if chosen is None:  # the formats, checked once (``__call__`` checks per stream)
+            chosen = (
+                tuple(BUILTIN_TOOL_CALL_FORMATS.values())
+                if self.formats is None
+                else coerce_tool_call_formats(self.formats)
+            )
+            object.__setattr__(self, "_checked", chosen)
         return _Normalizer(
             allowed, chosen, self.resolve_tool_name, self.tool_call_id, self.max_payload_bytes
         )
