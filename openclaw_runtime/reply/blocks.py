@@ -27,6 +27,9 @@ from .dedupe import MessagingToolTracker
 
 __all__ = ["BlockSend", "ReplyStreamObserver"]
 
+_TOOL_KINDS = frozenset({"tool_execution_start", "tool_execution_end"})
+_MESSAGE_KINDS = frozenset({"message_start", "message_update", "message_end"})
+
 #: Sends one block reply's text (sync or async).
 BlockSend = Callable[[str], Awaitable[None] | None]
 
@@ -48,6 +51,11 @@ class ReplyStreamObserver:
         self.is_duplicate = is_duplicate
         self.last_block: str | None = None
         self.sent_blocks: list[str] = []
+
+    def observes(self, kind: str) -> bool:
+        """Can ``observe`` act on an event of ``kind``? (No: the run need not call it; most of
+        a tool loop's events are neither tool executions nor, without block replies, text.)"""
+        return kind in _TOOL_KINDS or (self.chunker is not None and kind in _MESSAGE_KINDS)
 
     async def observe(self, event: Event) -> None:
         """Track one run event (see the module docstring)."""

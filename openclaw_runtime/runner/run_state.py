@@ -192,7 +192,9 @@ class RunState:
     async def emit(self, event: Event) -> None:
         """To the caller's callback and the plugins' ``on_agent_event`` (when one of them
         wants its kind), followed by any plugin faults raised since the last event."""
-        await self.reply_observer.observe(event)
+        observer = self.reply_observer
+        if observer.observes(event.type):
+            await observer.observe(event)
         if event.type in self.wanted_kinds:
             await self._dispatch(event)
         if self._unreported and event.type != "run_end":
