@@ -64,7 +64,7 @@ from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
-from .projection_memo import session_projection_memo
+from .projection_memo import release_attempt_caches, session_projection_memo
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
@@ -432,6 +432,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         # the guard and the config point at each other: a cycle that would keep this run
         # (its callbacks, its session) alive until the next cyclic GC
         context_guard.uninstall()
+        release_attempt_caches(session, history)  # the kernel's messages, of no later use
         with anyio.CancelScope(shield=True):
             await session.flush()
 
