@@ -219,3 +219,54 @@ def test_release_on_a_session_without_a_memo_makes_none() -> None:
     release_attempt_caches(session, [])
     assert session not in _MEMOS
     gc.collect()
+
+
+# --------------------------------------------------------------------------- the attempt's layers
+
+
+@pytest.mark.parametrize("skill", [False, True], ids=["no-skill-env", "skill-env"])
+async def test_an_attempt_without_skill_variables_holds_no_scope_nor_wrapper(
+    tmp_path: Path, server: FaultInjectingOpenAIServer, skill: bool
+) -> None:
+    """``run_attempt`` hands out the attempt's coroutine when no skill variable applies; with
+    some, the scope applies them for the attempt only. What the attempt's tools see is the
+    same either way: the enclosing scope, with the skill's variables on top."""
+    from openclaw_runtime.prompt.skills.env import current_skill_env, skill_env_scope
+    from tests.test_prompt_run import config, write_skill
+
+    workspace = tmp_path / "ws"
+    (workspace / "skills").mkdir(parents=True)
+    if skill:
+        write_skill(
+            workspace / "skills", "deploy", "name: deploy\ndescription: d\nenv:\n  SKILL_TOKEN: t"
+        )
+    seen: dict[str, Any] = {}
+
+    @tool(name="probe")
+    async def probe() -> str:
+        """Look at the attempt from inside it."""
+        live = gc.get_objects()
+        seen["env"] = dict(current_skill_env())
+        seen["scopes"] = sum(type(o) is skill_env_scope for o in live)
+        seen["wrappers"] = sum(
+            type(o).__name__ == "coroutine"
+            and o.cr_code.co_name in ("run_attempt", "_run_attempt_in_env")
+            for o in live
+        )
+        seen["attempts"] = sum(
+            type(o).__name__ == "coroutine" and o.cr_code.co_name == "_run_attempt" for o in live
+        )
+        return "done"
+
+    runtime = Runtime(config(tmp_path, server, workspace=str(workspace)), load_entrypoints=False)
+    server.enqueue(Reply(tool_calls=[("probe", {})]))
+    server.enqueue(Reply(text="ok"))
+    with skill_env_scope({"OUTER": "1"}):
+        async with runtime:
+            result = await runtime.run("deploy", tools=[probe])
+        assert dict(current_skill_env()) == {"OUTER": "1"}  # restored
+    assert result.ok, result.error
+    assert seen["env"] == ({"OUTER": "1", "SKILL_TOKEN": "t"} if skill else {"OUTER": "1"})
+    assert seen["attempts"] == 1
+    # the test's own outer scope, and the attempt's when a skill has variables
+    assert (seen["scopes"], seen["wrappers"]) == ((2, 1) if skill else (1, 0))
