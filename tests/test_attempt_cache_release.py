@@ -270,3 +270,13 @@ async def test_an_attempt_without_skill_variables_holds_no_scope_nor_wrapper(
     assert seen["attempts"] == 1
     # the test's own outer scope, and the attempt's when a skill has variables
     assert (seen["scopes"], seen["wrappers"]) == ((2, 1) if skill else (1, 0))
+
+
+def test_release_on_a_session_that_cannot_be_weakly_keyed() -> None:
+    class Odd:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            self.replay_sanitizer = IncrementalSanitizer()
+
+    release_attempt_caches(Odd(), [])  # no memo was ever kept for it: nothing to do, no error

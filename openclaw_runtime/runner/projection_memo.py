@@ -46,15 +46,9 @@ def release_attempt_caches(session: Any, history: Sequence[Any]) -> None:
     later request of the session can resend). Neither changes what a later call returns."""
     sanitizer = session.replay_sanitizer
     sanitizer.end_attempt()
-    memo = _MEMOS.get(session) if _weakly_keyed(session) else None
+    try:
+        memo = _MEMOS.get(session)
+    except TypeError:  # not weakly referenceable, or not hashable: its memos were not kept
+        return
     if memo is not None:
         memo.keep_only(history, sanitizer.cached_outputs)
-
-
-def _weakly_keyed(session: Any) -> bool:
-    try:
-        weakref.ref(session)
-        hash(session)
-    except TypeError:
-        return False
-    return True
