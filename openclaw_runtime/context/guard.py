@@ -389,6 +389,15 @@ class ProjectionMemo:
         self._entries = {}
         self._last = None
 
+    def keep_only(self, *keep: Sequence[Any]) -> None:
+        """Forget the previous request and every projection but those of the message objects
+        in ``keep`` (by identity). Projection is a function of the message and the limit, so
+        what is forgotten only costs a projection again, never changes one."""
+        # an entry's key is its message's id and both objects are alive: same id, same object
+        wanted = {id(message) for messages in keep for message in messages}
+        self._entries = {key: hit for key, hit in self._entries.items() if key in wanted}
+        self._last = None
+
 
 class _HistoryTokens:
     """The default estimator for the mid-turn precheck, with the history's token sum kept

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +64,7 @@ from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
-from .projection_memo import session_projection_memo
+from .projection_memo import release_attempt_caches, session_projection_memo
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
@@ -318,22 +318,33 @@ async def _refuse_oversized_prompt(spec: AttemptSpec, outcome: AttemptOutcome) -
     return True
 
 
-async def run_attempt(spec: AttemptSpec) -> AttemptOutcome:
-    """Run one attempt; never raises for provider failures (they are in the facts).
+def run_attempt(spec: AttemptSpec) -> Awaitable[AttemptOutcome]:
+    """Run one attempt (await the result); never raises for provider failures (they are in
+    the facts).
 
     With a ``RunPrompt``, the system prompt names this attempt's model and the skills'
-    environment overrides hold for the attempt only (restored however it ends)."""
+    environment overrides hold for the attempt only (restored however it ends). Not a
+    coroutine of its own: the preparation is synchronous, and without skill variables (an
+    empty scope sets nothing) the attempt's coroutine is handed out as it is — one frame and
+    one scope object fewer held while the attempt waits. Await it at once: a bad spec raises
+    at the call."""
     if spec.plan.prompt:  # Anthropic's refusal trigger never reaches it nor the transcript
         scrubbed = resolve_attempt_base_prompt(spec.model.provider, spec.plan.prompt)
         if scrubbed is not spec.plan.prompt:
             spec = dataclasses.replace(spec, plan=dataclasses.replace(spec.plan, prompt=scrubbed))
     prompt = spec.prompt
     if prompt is None:
-        return await _run_attempt(spec)
+        return _run_attempt(spec)
     system_prompt = prompt.render(spec.model.ref, spec.tools)
     if system_prompt != spec.system_prompt:  # the run's model and tools: already in the spec
         spec = dataclasses.replace(spec, system_prompt=system_prompt)
-    with skill_env_scope(prompt.env):
+    if not prompt.env:
+        return _run_attempt(spec)
+    return _run_attempt_in_env(spec, prompt.env)
+
+
+async def _run_attempt_in_env(spec: AttemptSpec, env: Mapping[str, str]) -> AttemptOutcome:
+    with skill_env_scope(env):
         return await _run_attempt(spec)
 
 
@@ -408,7 +419,9 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
             get_pre_prompt_message_count=this.get_pre_prompt_message_count,
         ),
     )
-    context = AgentContext(system_prompt, history, list(spec.tools))
+    # the loop copies the context's lists before it starts (``run_agent_loop``): no copy here
+    tools = spec.tools
+    context = AgentContext(system_prompt, history, tools if type(tools) is list else list(tools))
     # inline <think>/<final> tags become thinking blocks before anything sees the text
     stream_fn = with_reply_tag_splitting(spec.stream_fn, enforce_final_tag=spec.enforce_final_tag)
     disarm: Callable[[], None] | None = None
@@ -432,6 +445,7 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         # the guard and the config point at each other: a cycle that would keep this run
         # (its callbacks, its session) alive until the next cyclic GC
         context_guard.uninstall()
+        release_attempt_caches(session, history)  # the kernel's messages, of no later use
         with anyio.CancelScope(shield=True):
             await session.flush()
 

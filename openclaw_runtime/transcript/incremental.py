@@ -343,6 +343,21 @@ class IncrementalSanitizer:
             return set(self._prefix_ids)
         return _call_ids(prefix)
 
+    @property
+    def cached_outputs(self) -> Sequence[Any]:
+        """The pipeline's output for the cached prefix (empty when nothing is cached)."""
+        return self._outputs if self._key is not None else ()
+
+    def end_attempt(self) -> None:
+        """Forget the tool-loop cache at the end of an attempt.
+
+        It holds the attempt's own messages (the kernel's objects: the prompt, the assistant
+        turns, the tool results, and their sanitized copies), which no later call can match
+        by identity: the next attempt starts from the session's models, other objects. The
+        cached prefix (before the last stable boundary: the session's models) is kept, and so
+        is what the replay checkpoint reads (``stable_prefix``)."""
+        self._loop = None
+
     def stable_prefix(self) -> tuple[tuple[Any, ...], list[Any]] | None:
         """The cache key and the longest cached prefix ending at a stable boundary that the
         pipeline leaves exactly as it is (the same objects), or ``None``."""
