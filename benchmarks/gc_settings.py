@@ -7,7 +7,8 @@ would get from changing them. One process per setting (``--setting``):
 
 * ``default``: ``gc.get_threshold()`` as the interpreter starts, (700, 10, 10);
 * ``threshold``: ``gc.set_threshold(10_000, 10, 10)`` after start-up (a warm-up batch);
-* ``freeze``: ``gc.collect(); gc.freeze()`` after start-up.
+* ``freeze``: ``gc.collect(); gc.freeze()`` after start-up;
+* ``both``: the two together (freeze, then the higher threshold).
 
 Each process runs ``--batches`` batches of 1,000 fresh-session runs of part 3's turn (the model
 call sleeping 10 ms) and the same batch calling the stream function directly, and prints the
@@ -80,11 +81,11 @@ async def main(mode: str, setting: str, batches: int) -> None:
                 tg.start_soon(one)
 
     await ours()  # start-up: imports, caches, the first sessions
-    if setting == "threshold":
-        gc.set_threshold(10_000, 10, 10)
-    elif setting == "freeze":
+    if setting in ("freeze", "both"):
         gc.collect()
         gc.freeze()
+    if setting in ("threshold", "both"):
+        gc.set_threshold(10_000, 10, 10)
     collector = _Collector()
     gc.callbacks.append(collector)
     load = os.getloadavg()
@@ -112,7 +113,9 @@ async def main(mode: str, setting: str, batches: int) -> None:
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=["memory", "durable"], default="memory")
-    parser.add_argument("--setting", choices=["default", "threshold", "freeze"], default="default")
+    parser.add_argument(
+        "--setting", choices=["default", "threshold", "freeze", "both"], default="default"
+    )
     parser.add_argument("--batches", type=int, default=3)
     args = parser.parse_args()
     anyio.run(main, args.mode, args.setting, args.batches)
