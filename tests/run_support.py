@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from openclaw_runtime import tool
 from openclaw_runtime._markers import hookimpl
 from openclaw_runtime.events import AssistantMessageEvent, AssistantMessageEventStream, Event
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.providers.fake import FakeProvider, FakeRequest, FakeResponse, text
 from openclaw_runtime.runner.request import RunResult
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
 from openclaw_runtime.transcript.jsonl import parse_session_bytes
 from openclaw_runtime.transcript.repair import plan_session_repair
 
@@ -110,6 +113,20 @@ def mock_openai_config(state_dir: Path, server: Any, **agent: Any) -> dict[str, 
         keys=["key-a"],
         **agent,
     )
+
+
+@contextmanager
+def mock_openai_server() -> Iterator[FaultInjectingOpenAIServer]:
+    """The fault-injecting server ``mock_openai_config`` describes (model ``main`` with a
+    64k context, key ``key-a``), running for the ``with`` block."""
+    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+        yield running
+
+
+@tool
+async def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
 
 
 # --------------------------------------------------------------------------- the probe

@@ -26,7 +26,7 @@ from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, R
 from openclaw_runtime.transcript import run_transcript_sanitizers
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
-from tests.run_support import mock_openai_config
+from tests.run_support import mock_openai_config, mock_openai_server, read
 from tests.test_transcript_incremental import POLICIES, History
 
 pytestmark = pytest.mark.anyio
@@ -130,15 +130,9 @@ def test_end_attempt_keeps_the_prefix_and_the_pipelines_output(seed: int, policy
         assert kept.run(request, policy, BUILTIN_SANITIZERS) == expected
 
 
-@tool
-async def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
 @pytest.fixture
 def server() -> Iterator[FaultInjectingOpenAIServer]:
-    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+    with mock_openai_server() as running:
         yield running
 
 

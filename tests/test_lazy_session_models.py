@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime, tool
+from openclaw_runtime import Runtime
 from openclaw_runtime._markers import hookimpl
 from openclaw_runtime.messages import (
     AssistantMessage,
@@ -36,7 +36,7 @@ from openclaw_runtime.transcript import reader
 from openclaw_runtime.transcript.memory import MemorySessionStore
 from openclaw_runtime.transcript.session_context import entry_message
 from openclaw_runtime.transcript.store import JsonlSessionStore
-from tests.run_support import mock_openai_config
+from tests.run_support import mock_openai_config, mock_openai_server, read
 from tests.test_record_fast_paths import _cached, _plain, _random_step
 
 pytestmark = pytest.mark.anyio
@@ -148,15 +148,9 @@ def test_run_entry_models_parse_each_entry_once() -> None:
     assert models.message_of(excluded) is entry_message(excluded) is None
 
 
-@tool
-async def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
 @pytest.fixture
 def server() -> Iterator[FaultInjectingOpenAIServer]:
-    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+    with mock_openai_server() as running:
         yield running
 
 

@@ -20,24 +20,18 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime, tool
+from openclaw_runtime import Runtime
 from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
-from tests.run_support import mock_openai_config
+from tests.run_support import mock_openai_config, mock_openai_server, read
 
 MARK = "EDITED-BY-SOMEONE-ELSE"
 CALLS = 3
 
 
-@tool
-async def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
 @pytest.fixture
 def server() -> Iterator[FaultInjectingOpenAIServer]:
-    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+    with mock_openai_server() as running:
         yield running
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime, hookimpl, tool
+from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
@@ -27,7 +27,7 @@ from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.replay import validate_replay_turns
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
 from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
-from tests.run_support import mock_openai_config
+from tests.run_support import mock_openai_config, mock_openai_server, read
 from tests.test_transcript_incremental import dumped
 from tests.test_transcript_loop_tail import SHAPES, Loop
 
@@ -142,15 +142,9 @@ def test_the_builtin_hook_uses_the_memo_and_other_plugins_still_answer_first(
     assert not other._inputs  # only the built-in reads the memo (it starts empty)
 
 
-@tool
-async def read(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}"
-
-
 @pytest.fixture
 def server() -> Iterator[FaultInjectingOpenAIServer]:
-    with FaultInjectingOpenAIServer(models={"main": 64_000}, keys={"key-a": "ok"}) as running:
+    with mock_openai_server() as running:
         yield running
 
 
