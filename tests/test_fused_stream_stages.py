@@ -45,6 +45,7 @@ from openclaw_runtime.reply import split_message_tags, with_reply_tag_splitting
 from openclaw_runtime.reply import stream as reply_stream
 from openclaw_runtime.testing import fake_model
 from tests.stream_support import provider_events
+from tests.test_stream_close_shield import _SlowCloseProvider as SlowClose
 
 pytestmark = pytest.mark.anyio
 
@@ -475,27 +476,6 @@ async def test_each_stage_alone_matches_its_generator(shape: str, context: Conte
 
 
 # --------------------------------------------------------------------------- closing
-
-
-class SlowClose:
-    """A provider's source whose close takes several event-loop steps (an HTTP release)."""
-
-    def __init__(self, events: list[Any], closed: list[str]) -> None:
-        self.events = list(events)
-        self.closed = closed
-
-    def __aiter__(self) -> SlowClose:
-        return self
-
-    async def __anext__(self) -> Any:
-        if not self.events:
-            raise StopAsyncIteration
-        return self.events.pop(0)
-
-    async def aclose(self) -> None:
-        for _ in range(3):
-            await anyio.lowlevel.checkpoint()
-        self.closed.append("provider")
 
 
 @pytest.mark.parametrize("wrapped", [False, True], ids=["bare-source", "event-stream"])
