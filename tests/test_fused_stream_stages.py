@@ -17,8 +17,6 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-import anyio
-import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
@@ -46,6 +44,7 @@ from openclaw_runtime.reply import stream as reply_stream
 from openclaw_runtime.testing import fake_model
 from tests.stream_support import provider_events
 from tests.test_stream_close_shield import _SlowCloseProvider as SlowClose
+from tests.test_stream_close_shield import read_until_cancelled
 
 pytestmark = pytest.mark.anyio
 
@@ -492,18 +491,7 @@ async def test_the_fused_chain_closes_its_provider_in_a_cancelled_scope(
         return AssistantMessageEventStream(source) if wrapped else source
 
     stream_fn = with_reply_tag_splitting(apply_stream_repairers(provider, [REPAIRER]))
-    seen: list[str] = []
-    with anyio.fail_after(10):
-        with anyio.CancelScope() as scope:
-            response = stream_fn(MODEL, WITH_TOOLS, StreamOptions())
-            try:
-                async for event in response:
-                    seen.append(event.type)
-                    if event.type == stop_after:
-                        scope.cancel()
-                        break
-            finally:
-                await response.aclose()
+    seen = await read_until_cancelled(stream_fn(MODEL, WITH_TOOLS, StreamOptions()), stop_after)
     assert seen[-1] == stop_after
     assert closed == ["provider"]
 

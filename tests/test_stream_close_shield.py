@@ -58,6 +58,23 @@ async def _identity(
         await anyio.lowlevel.checkpoint()  # a plugin stage whose cleanup awaits
 
 
+async def read_until_cancelled(response: Any, stop_after: str) -> list[str]:
+    """Read ``response`` until an event of type ``stop_after``, cancel the enclosing scope
+    there and close the stream inside the cancelled scope; the event types seen."""
+    seen: list[str] = []
+    with anyio.fail_after(10):
+        with anyio.CancelScope() as scope:
+            try:
+                async for event in response:
+                    seen.append(event.type)
+                    if event.type == stop_after:
+                        scope.cancel()
+                        break
+            finally:
+                await response.aclose()
+    return seen
+
+
 def _run_like_stream_fn(closed: list[str]) -> Any:
     message = AssistantMessage(
         content=[TextContent(text="hello")], api="fake", provider="fake", model="m"
@@ -81,17 +98,6 @@ async def test_a_run_like_stream_closes_its_provider_in_a_cancelled_scope(
     closed: list[str] = []
     stream_fn = _run_like_stream_fn(closed)
     context = Context(tools=[Tool("read", "read a file")])
-    seen: list[str] = []
-    with anyio.fail_after(10):
-        with anyio.CancelScope() as scope:
-            response = stream_fn(fake_model(), context, StreamOptions())
-            try:
-                async for event in response:
-                    seen.append(event.type)
-                    if event.type == stop_after:
-                        scope.cancel()
-                        break
-            finally:
-                await response.aclose()
+    seen = await read_until_cancelled(stream_fn(fake_model(), context, StreamOptions()), stop_after)
     assert seen[-1] == stop_after
     assert closed == ["provider"]
