@@ -29,12 +29,15 @@ try:  # fcntl is missing on Windows, where filelock does the work
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FlockLock", "make_lock_file"]
+__all__ = ["LOCK_OPEN_FLAGS", "FlockLock", "make_lock_file"]
 
 #: ``flock`` errors that mean "this file system cannot lock", not "someone holds it".
 _NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL})
 
-_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: How a lock file is opened (created if missing, never through a symbolic link).
+LOCK_OPEN_FLAGS = (
+    os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def remaining_wait(deadline: float | None, now: float, poll_interval: float) -> float | None:
@@ -51,7 +54,7 @@ def remaining_wait(deadline: float | None, now: float, poll_interval: float) -> 
 def make_lock_file(path: str | os.PathLike[str], mode: int | None = None) -> None:
     """Create the file ``FlockLock(path, mode=mode)`` locks (same flags and mode: no symbolic
     link followed) without locking it: making the file needs no lock and never waits."""
-    os.close(os.open(path, _OPEN_FLAGS, 0o666 if mode is None else mode))
+    os.close(os.open(path, LOCK_OPEN_FLAGS, 0o666 if mode is None else mode))
 
 
 class FlockLock:
@@ -93,7 +96,7 @@ class FlockLock:
             return
         deadline = None if self.timeout < 0 else time.monotonic() + self.timeout
         while True:
-            fd = os.open(self.path, _OPEN_FLAGS, 0o666 if self.mode is None else self.mode)
+            fd = os.open(self.path, LOCK_OPEN_FLAGS, 0o666 if self.mode is None else self.mode)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

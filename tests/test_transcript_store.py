@@ -357,9 +357,9 @@ async def test_lock_files_are_created_off_the_event_loop(tmp_path, monkeypatch):
     threads: list[int] = []
     real = append_module.take_session_lock
 
-    def recording(key, timeout):
+    def recording(key, timeout, kept=None):
         threads.append(threading.get_ident())
-        return real(key, timeout)
+        return real(key, timeout, kept)
 
     monkeypatch.setattr(append_module, "take_session_lock", recording)
     loop_thread = threading.get_ident()

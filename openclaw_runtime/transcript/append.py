@@ -20,7 +20,9 @@ from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
 from .entries import generate_entry_id, iso_timestamp
+from .flush_files import FlushFiles
 from .jsonl import (
+    SESSION_LOCK_SUFFIX,
     SessionLockTimeout,
     append_bytes,
     encode_record,
@@ -266,20 +268,31 @@ class SessionWriter(SessionReader):
         """Append ``payload`` under the session lock (``flush``'s locked section; the lock
         taken by plain calls, no context-manager objects per turn end). The new tree when
         others wrote meanwhile, else ``None``."""
+        kept = self._flush_files
+        if kept is None or not kept.begin():
+            kept = self._flush_files = self._keep_flush_files(kept)
+        try:
+            return self._write_locked(payload, timeout, kept)
+        finally:
+            if kept is not None:
+                kept.end()
+
+    def _write_locked(
+        self, payload: bytes, timeout: float, kept: FlushFiles | None
+    ) -> SessionTree | None:
         key = self._lock_key
-        lock = take_session_lock(key, timeout)
+        lock = take_session_lock(key, timeout, kept)
         try:
             # one stat tells whether anyone else wrote since our last read or write
             # (inode and size); if not, this is one O_APPEND write of every line
             external = self._read_external_changes()
-            prefix = b"\n" if external.torn_tail else b""
-            size = append_bytes(
-                self.path,
-                prefix + payload,
-                fsync=False,
-                size_before=self._file_state[1],
-            )
-            self._file_state = (self._file_state[0], size)
+            lines = b"\n" + payload if external.torn_tail else payload
+            inode, size = self._file_state
+            if kept is not None and kept.append(self.path, inode, lines):
+                size += len(lines)  # the file was just checked under the lock
+            else:
+                size = append_bytes(self.path, lines, fsync=False, size_before=size)
+            self._file_state = (inode, size)
             if external.tree is None and not external.entries:
                 self.replay_checkpoint.record()  # cheap unless the prefix moved on
                 return None
@@ -293,6 +306,22 @@ class SessionWriter(SessionReader):
             return tree
         finally:
             give_session_lock(key, lock)
+
+    def _keep_flush_files(self, old: FlushFiles | None) -> FlushFiles | None:
+        """Descriptors to keep for the next flushes (``flush_files``), begun: none for a
+        closed session or when no place is free; ``old`` (closed, or a fork's) is let go."""
+        if old is not None:
+            old.close()
+        if self.closed:
+            return None
+        return FlushFiles.take(self, self._lock_key + SESSION_LOCK_SUFFIX)
+
+    async def _close_flush_files(self) -> None:
+        """Close the kept descriptors (``aclose``), after any flush that is using them."""
+        async with self._write_lock:
+            kept, self._flush_files = self._flush_files, None
+            if kept is not None:
+                kept.close()
 
 
 def _is_finite_positive(value: Any) -> bool:

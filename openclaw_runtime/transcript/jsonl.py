@@ -30,6 +30,7 @@ from .._exceptions import TranscriptError
 from .._files import _fsync_dir, atomic_write, write_all
 from .._flock import FlockLock
 from ..redaction import contains_secret, redact_bytes, redact_data
+from .flush_files import FlushFiles
 from .whole_file import create_whole
 
 __all__ = [
@@ -333,17 +334,23 @@ def session_lock_at(key: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Itera
         give_session_lock(key, lock)
 
 
-def take_session_lock(key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FlockLock | None:
+def take_session_lock(
+    key: str, timeout: float = DEFAULT_LOCK_TIMEOUT, kept: FlushFiles | None = None
+) -> FlockLock | FlushFiles | None:
     """:func:`session_lock_at`'s taking as a plain call, for the turn-end flush (no generator
     and context-manager objects per turn): the lock now held, or ``None`` when this thread
     held it already (a re-entry, counted). Pass the result to :func:`give_session_lock` in a
-    ``finally``."""
+    ``finally``. ``kept``: the session's kept lock-file descriptor, tried first (without
+    waiting); when it cannot take the lock, the lock file is opened and locked as always."""
     held: dict[str, int] | None = getattr(_held, "paths", None)
     if held is None:
         held = _held.paths = {}
     if held.get(key):
         held[key] += 1
         return None
+    if kept is not None and kept.try_lock():
+        held[key] = 1
+        return kept
     lock = FlockLock(key + SESSION_LOCK_SUFFIX, timeout=timeout)
     try:
         lock.acquire()
@@ -360,7 +367,7 @@ def take_session_lock(key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FlockL
     return lock
 
 
-def give_session_lock(key: str, lock: FlockLock | None) -> None:
+def give_session_lock(key: str, lock: FlockLock | FlushFiles | None) -> None:
     """Undo one :func:`take_session_lock` of ``key`` (``lock``: what it returned)."""
     held: dict[str, int] = _held.paths
     if lock is None:

@@ -19,6 +19,7 @@ import anyio
 
 from .._exceptions import TranscriptError
 from .entries import LEAF_MOVING_TYPES, path_to_root
+from .flush_files import FlushFiles
 from .incremental import IncrementalSanitizer
 from .jsonl import DEFAULT_LOCK_TIMEOUT, Durability
 from .load import (
@@ -95,6 +96,8 @@ class SessionReader:
         # a flush may take the session lock on the event loop: the lock file is known to
         # exist, or this process created the session (the first flush then makes it)
         self._lock_file_ready = False
+        # the flush's lock-file and append descriptors, kept between flushes (``flush_files``)
+        self._flush_files: FlushFiles | None = None
         self._message_cache: dict[int, Any] = {}
         self._missing_parents: set[str] | None = None  # made with the first one reported
         # the active branch, kept across appends (a turn asks for it many times)

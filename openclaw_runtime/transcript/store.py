@@ -219,6 +219,7 @@ class SessionManager(SessionRewriter):
             return
         await self.flush()
         self.closed = True
+        await self._close_flush_files()
         if self.replay_checkpoint.due():
             await anyio.to_thread.run_sync(self._record_replay_checkpoint)
 
