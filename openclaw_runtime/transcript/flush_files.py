@@ -78,15 +78,14 @@ def _close_all(token: int, fds: list[int | None]) -> None:
 
 
 def _make_room() -> bool:
-    """Whether a place is free, after closing the least recently used idle entry if
+    """Whether a place is free, after closing the least recently used idle entries if
     needed (called with ``_lock`` held)."""
-    if len(_kept) < KEPT_SESSIONS:
-        return True
-    for entry in _kept.values():
-        if not entry.in_use:
-            entry.close()
-            return True
-    return False
+    while len(_kept) >= KEPT_SESSIONS:
+        idle = next((entry for entry in _kept.values() if not entry.in_use), None)
+        if idle is None:
+            return False
+        idle.close()
+    return True
 
 
 class FlushFiles:
