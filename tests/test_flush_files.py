@@ -25,7 +25,6 @@ import anyio
 import filelock
 import pytest
 
-import openclaw_runtime.transcript.append as append_module
 import openclaw_runtime.transcript.flush_files as flush_files
 from openclaw_runtime._exceptions import TranscriptError
 from openclaw_runtime.messages import UserMessage
@@ -118,9 +117,7 @@ def opens_during(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def new_session(folder: Path, session_id: str = "s") -> SessionManager:
-    return await JsonlSessionStore(folder, durability="none").open_or_create(
-        session_id, cwd="/w"
-    )
+    return await JsonlSessionStore(folder, durability="none").open_or_create(session_id, cwd="/w")
 
 
 async def turn(session: SessionManager, text: str) -> None:
@@ -142,9 +139,11 @@ async def test_later_flushes_open_no_file(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.undo()
     await session.aclose()
     assert session._flush_files is None
-    assert [json.loads(line).get("message", {}).get("content") for line in lines(session)][
-        1:
-    ] == ["one", "two", "three"]
+    assert [json.loads(line).get("message", {}).get("content") for line in lines(session)][1:] == [
+        "one",
+        "two",
+        "three",
+    ]
 
 
 def lines(session: SessionManager) -> list[bytes]:
@@ -353,6 +352,27 @@ async def test_a_link_planted_as_the_lock_file_is_refused_as_before(tmp_path: Pa
     assert not (tmp_path / "elsewhere").exists()
 
 
+def flush_in_a_forked_child(session: SessionManager) -> int:
+    """Fork; the child tries a flush without waiting. 0: refused (the lock is the parent's),
+    1: it went through."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            session._write_buffered(b"", 0)
+            code = 1
+        except SessionLockTimeout:
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 async def test_a_forked_child_does_not_share_the_parents_lock(tmp_path: Path) -> None:
     session = await new_session(tmp_path)
@@ -360,18 +380,7 @@ async def test_a_forked_child_does_not_share_the_parents_lock(tmp_path: Path) ->
     kept = session._flush_files
     assert kept is not None and kept.begin() and kept.try_lock()  # the parent holds it
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            code = 3
-            try:
-                session._write_buffered(b"", 0)
-                code = 1  # got the lock the parent holds
-            except SessionLockTimeout:
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+        assert flush_in_a_forked_child(session) == 0
     finally:
         kept.release()
         kept.end()
@@ -419,14 +428,14 @@ async def test_at_most_kept_sessions_keep_descriptors(
 ) -> None:
     gc.collect()  # sessions earlier tests dropped give their places back
     monkeypatch.setattr(flush_files, "KEPT_SESSIONS", 3)
-    fds_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    fds_before = open_descriptors()
     sessions = [await new_session(tmp_path, f"s{n}") for n in range(6)]
     for round_ in range(3):
         for session in sessions:
             await turn(session, f"r{round_}")
             assert kept_count() <= 3
     if fds_before:
-        assert len(os.listdir("/proc/self/fd")) - fds_before <= 2 * 3
+        assert open_descriptors() - fds_before <= 2 * 3
     # the least recently flushed gave way: the last three keep theirs
     assert [s._flush_files is not None and s._flush_files.begin() for s in sessions[3:]] == [
         True
