@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import filelock
 import pytest
 
 import openclaw_runtime.transcript.flush_files as flush_files
@@ -36,6 +35,7 @@ from openclaw_runtime.transcript.jsonl import (
     session_lock_path,
 )
 from openclaw_runtime.transcript.store import JsonlSessionStore, SessionManager
+from tests.test_session_lock_calls import is_free
 
 pytestmark = pytest.mark.anyio
 
@@ -72,17 +72,6 @@ async def main():
             await anyio.sleep(60)
 anyio.run(main)
 """
-
-
-def is_free(path: Path) -> bool:
-    """Whether another holder (a ``filelock`` lock: another descriptor) can take it now."""
-    other = filelock.FileLock(str(session_lock_path(path)), timeout=0)
-    try:
-        other.acquire()
-    except filelock.Timeout:
-        return False
-    other.release()
-    return True
 
 
 def child(code: str, *args: str) -> subprocess.Popen[str]:
