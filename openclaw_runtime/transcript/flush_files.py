@@ -81,10 +81,13 @@ def _make_room() -> bool:
     """Whether a place is free, after closing the least recently used idle entries if
     needed (called with ``_lock`` held)."""
     while len(_kept) >= KEPT_SESSIONS:
-        idle = next((entry for entry in _kept.values() if not entry.in_use), None)
-        if idle is None:
+        # a copy: a collected session's finalizer may give its place back meanwhile
+        for entry in list(_kept.values()):
+            if not entry.in_use:
+                entry.close()
+                break
+        else:
             return False
-        idle.close()
     return True
 
 
