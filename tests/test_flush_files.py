@@ -24,10 +24,16 @@ from typing import Any
 import anyio
 import pytest
 
+import openclaw_runtime.transcript.append as append_module
 import openclaw_runtime.transcript.flush_files as flush_files
 from openclaw_runtime._exceptions import TranscriptError
 from openclaw_runtime.messages import UserMessage
-from openclaw_runtime.transcript.flush_files import FlushFiles, kept_count
+from openclaw_runtime.transcript.flush_files import (
+    KEPT_SESSIONS,
+    FlushFiles,
+    kept_count,
+    worth_keeping,
+)
 from openclaw_runtime.transcript.jsonl import (
     SessionLockTimeout,
     append_bytes,
@@ -72,6 +78,20 @@ async def main():
             await anyio.sleep(60)
 anyio.run(main)
 """
+
+
+@pytest.fixture
+def real_policy() -> None:
+    """Asked for by the tests of when a session earns kept descriptors (``worth_keeping``)."""
+
+
+@pytest.fixture(autouse=True)
+def keep_from_the_first_flush(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other tests are about what kept descriptors do: every flush may keep them."""
+    if "real_policy" not in request.fixturenames:
+        monkeypatch.setattr(append_module, "worth_keeping", lambda last, count, now: True)
 
 
 def child(code: str, *args: str) -> subprocess.Popen[str]:
@@ -244,9 +264,12 @@ def normalised(data: bytes) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("policy", ["always", "real"])
 async def test_kept_and_plain_flushes_leave_the_same_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, policy: str
 ) -> None:
+    if policy == "real":
+        monkeypatch.setattr(append_module, "worth_keeping", worth_keeping)
     rng = random.Random(seed)
     script = [rng.choice(ACTIONS) for _ in range(rng.randrange(4, 30))]
     kept = await play(tmp_path / "kept", script, seed)
@@ -497,3 +520,53 @@ def test_flush_files_wait_for_nothing(tmp_path: Path) -> None:
     kept.end()
     kept.close()
     assert not kept.begin()
+
+
+# ----------------------------------------------------------------------- who earns a place
+
+
+@pytest.mark.parametrize(
+    ("last", "flushes", "now", "earned"),
+    [
+        (0, 0, 1, False),  # the first flush
+        (1, 1, 2, False),  # the second, right after the first
+        (2, 2, 3, True),  # the third in a row
+        (2, 2, 2 + KEPT_SESSIONS, True),  # others flushed in between, a few
+        (2, 2, 3 + KEPT_SESSIONS, False),  # too many others in between
+        (10, 50, 10 + KEPT_SESSIONS + 1, False),
+    ],
+)
+def test_worth_keeping(last: int, flushes: int, now: int, earned: bool) -> None:
+    assert worth_keeping(last, flushes, now) is earned
+
+
+async def test_a_session_flushing_in_a_row_keeps_from_its_third_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_policy: None
+) -> None:
+    session = await new_session(tmp_path)
+    await turn(session, "one")
+    await turn(session, "two")
+    assert session._flush_files is None
+    await turn(session, "three")
+    assert session._flush_files is not None
+    seen = opens_during(monkeypatch)
+    await turn(session, "four")
+    assert seen == []
+    monkeypatch.undo()
+    await session.aclose()
+
+
+async def test_sessions_flushing_in_turn_take_no_places(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_policy: None
+) -> None:
+    """Many sessions flushing one after another (1,000 concurrent runs) would take places
+    from each other at every flush, paying for opening both files each time: none earns one."""
+    gc.collect()
+    monkeypatch.setattr(flush_files, "KEPT_SESSIONS", 4)
+    sessions = [await new_session(tmp_path, f"s{n}") for n in range(6)]
+    for round_ in range(4):
+        for session in sessions:
+            await turn(session, f"r{round_}")
+            assert session._flush_files is None
+    for session in sessions:
+        await session.aclose()

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
 from .entries import generate_entry_id, iso_timestamp
-from .flush_files import FlushFiles
+from .flush_files import FlushFiles, next_flush_tick, worth_keeping
 from .jsonl import (
     SESSION_LOCK_SUFFIX,
     SessionLockTimeout,
@@ -268,9 +268,13 @@ class SessionWriter(SessionReader):
         """Append ``payload`` under the session lock (``flush``'s locked section; the lock
         taken by plain calls, no context-manager objects per turn end). The new tree when
         others wrote meanwhile, else ``None``."""
+        now = next_flush_tick()
+        last, count = self._flush_ticks
+        self._flush_ticks = (now, count + 1)
         kept = self._flush_files
         if kept is None or not kept.begin():
-            kept = self._flush_files = self._keep_flush_files(kept)
+            keep = worth_keeping(last, count, now)
+            kept = self._flush_files = self._keep_flush_files(kept, keep)
         try:
             return self._write_locked(payload, timeout, kept)
         finally:
@@ -307,12 +311,13 @@ class SessionWriter(SessionReader):
         finally:
             give_session_lock(key, lock)
 
-    def _keep_flush_files(self, old: FlushFiles | None) -> FlushFiles | None:
-        """Descriptors to keep for the next flushes (``flush_files``), begun: none for a
-        closed session or when no place is free; ``old`` (closed, or a fork's) is let go."""
+    def _keep_flush_files(self, old: FlushFiles | None, keep: bool) -> FlushFiles | None:
+        """Descriptors to keep for the next flushes (``flush_files``), begun: none unless
+        ``keep`` (the session flushes often), for a closed session or when no place is free;
+        ``old`` (closed, or a fork's) is let go."""
         if old is not None:
             old.close()
-        if self.closed:
+        if not keep or self.closed:
             return None
         return FlushFiles.take(self, self._lock_key + SESSION_LOCK_SUFFIX)
 

@@ -15,9 +15,13 @@ exactly as before.
 
 Bounded, unlike the two descriptors per open session that session 8 refused (128 sessions
 kept open between runs, or 1,000 concurrent runs, would hold hundreds to thousands): at most
-:data:`KEPT_SESSIONS` sessions per process keep theirs. A session that flushes when all places
-are taken takes the place of the one that flushed least recently (its descriptors are closed
-unless a flush of it is running; if all are running, it flushes the plain way). A forked
+:data:`KEPT_SESSIONS` sessions per process keep theirs, and only sessions that flush often
+earn a place (:func:`worth_keeping`: a third flush whose previous one was among the process's
+last ``KEPT_SESSIONS`` flushes), so many sessions flushing in turn (1,000 concurrent runs)
+never take places from each other: taking a place and opening both files only to lose them
+before the next flush costs more than the plain way. A session that earns a place when all
+are taken takes the one flushed least recently (its descriptors are closed unless a flush
+of it is running; if all are running, it flushes the plain way). A forked
 child never uses what its parent kept: the open file descriptions, and with them the
 ``flock``, are shared, so parent and child would both "hold" the lock.
 """
@@ -39,7 +43,7 @@ try:  # fcntl is missing on Windows, where nothing is kept
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KEPT_SESSIONS", "FlushFiles", "kept_count"]
+__all__ = ["KEPT_SESSIONS", "FlushFiles", "kept_count", "next_flush_tick", "worth_keeping"]
 
 #: Sessions per process that keep their flush descriptors (two each).
 KEPT_SESSIONS = 32
@@ -47,6 +51,7 @@ KEPT_SESSIONS = 32
 _lock = threading.RLock()  # guards _kept and every entry's place and "in use" mark
 _kept: OrderedDict[int, FlushFiles] = OrderedDict()  # least recently used first
 _tokens = itertools.count()
+_ticks = itertools.count(1)
 _generation = 0  # bumped in a forked child: what the parent kept is not the child's
 
 
@@ -59,6 +64,19 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
     os.register_at_fork(after_in_child=_forked)
+
+
+def next_flush_tick() -> int:
+    """The process's flush count, one more: the clock :func:`worth_keeping` reads."""
+    return next(_ticks)
+
+
+def worth_keeping(last_tick: int, flushes: int, now: int) -> bool:
+    """Whether a session earns kept descriptors at this flush (tick ``now``): it flushed at
+    least twice before, the last time (``last_tick``) among the process's last
+    :data:`KEPT_SESSIONS` flushes. At most ``KEPT_SESSIONS`` sessions can be that recent at
+    once, so sessions that earn places do not keep taking them from each other."""
+    return flushes >= 2 and now - last_tick <= KEPT_SESSIONS
 
 
 def kept_count() -> int:

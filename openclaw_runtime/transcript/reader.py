@@ -98,6 +98,7 @@ class SessionReader:
         self._lock_file_ready = False
         # the flush's lock-file and append descriptors, kept between flushes (``flush_files``)
         self._flush_files: FlushFiles | None = None
+        self._flush_ticks = (0, 0)  # (the process's flush count at our last flush, our flushes)
         self._message_cache: dict[int, Any] = {}
         self._missing_parents: set[str] | None = None  # made with the first one reported
         # the active branch, kept across appends (a turn asks for it many times)
