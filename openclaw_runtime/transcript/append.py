@@ -322,7 +322,11 @@ class SessionWriter(SessionReader):
         return FlushFiles.take(self, self._lock_key + SESSION_LOCK_SUFFIX)
 
     async def _close_flush_files(self) -> None:
-        """Close the kept descriptors (``aclose``), after any flush that is using them."""
+        """Close the kept descriptors (``aclose``), after any flush that is using them (a
+        session that kept none takes no lock: a descriptor a flush still running takes
+        after the session is closed is closed when the session is collected)."""
+        if self._flush_files is None:
+            return
         async with self._write_lock:
             kept, self._flush_files = self._flush_files, None
             if kept is not None:
