@@ -60,6 +60,7 @@ async def _scenario(lanes: InProcessLanes, seed: int) -> list[Any]:
         await anyio.wait_all_tasks_blocked()
         steps.append((sorted(log), sorted(lanes.stats().items())))
         log.clear()
+
     gates = [anyio.Event() for _ in range(12)]
 
     async def task(n: int, session: str, capacity: int, priority: Any) -> None:
@@ -109,9 +110,9 @@ async def test_grants_and_order_match_the_awaiting_path(seed: int) -> None:
 async def test_a_free_lane_is_taken_without_a_checkpoint_as_before() -> None:
     # the awaited coroutine never suspended on a free lane: neither does the fast path
     for lanes in (InProcessLanes(), ReferenceLanes()):
-        ran = []
+        ran: list[bool] = []
 
-        async def other() -> None:
+        async def other(ran: list[bool] = ran) -> None:
             ran.append(True)
 
         async with anyio.create_task_group() as tg:
