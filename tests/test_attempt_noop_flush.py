@@ -1,13 +1,18 @@
-"""The attempt's closing flush is skipped for a memory session (``flush_is_noop``): its
-``flush`` does nothing and never suspends, so the shielded scope around it changed nothing.
-Runs that end normally, time out, are cancelled by their caller or aborted end the same way
-(results, events, transcript) as with the shielded flush, on asyncio and trio; a session
-whose ``flush`` does something keeps it."""
+"""The attempt's closing flush is skipped for a memory session (``flush_is_noop``), and the
+run's session check-in goes without a shielded scope when it reaches no checkpoint
+(``checkin_never_suspends``: the session and every one the check-in closes are memory
+sessions, whose ``flush`` and ``aclose`` await nothing): a shielded scope around code that
+never suspends changed nothing. Runs that end normally, time out, are cancelled by their
+caller or aborted end the same way (results, events, transcript) as with both scopes, on
+asyncio and trio; ``closed_by_checkin`` names exactly what ``checkin_session`` closes."""
 
 from __future__ import annotations
 
 import dis
+import random
+import types
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +24,10 @@ from openclaw_runtime import Runtime, hookimpl
 from openclaw_runtime.events import AssistantMessageEventStream, Done
 from openclaw_runtime.messages import AssistantMessage, TextContent
 from openclaw_runtime.runner import attempt as attempt_module
+from openclaw_runtime.runner import run as run_module
+from openclaw_runtime.runner.checkin import check_in_session, checkin_never_suspends
 from openclaw_runtime.transcript.append import SessionWriter
-from openclaw_runtime.transcript.memory import MemorySession, flush_is_noop
+from openclaw_runtime.transcript.memory import MemorySession, aclose_is_noop, flush_is_noop
 
 pytestmark = pytest.mark.anyio
 
@@ -138,15 +145,17 @@ async def test_runs_end_as_with_the_shielded_flush(
 ) -> None:
     fast = await _scenario(tmp_path / "fast", kind)
     monkeypatch.setattr(attempt_module, "flush_is_noop", lambda session: False)
+    monkeypatch.setattr(run_module, "checkin_never_suspends", lambda run, session: False)
     shielded = await _scenario(tmp_path / "shielded", kind)
     assert fast == shielded
     if kind == "ok":
         assert fast[1][0] == "ok"
 
 
-def test_a_memory_flush_never_suspends() -> None:
-    # the premise: no await, no yield in MemorySession.flush
-    ops = {ins.opname for ins in dis.get_instructions(MemorySession.flush)}
+@pytest.mark.parametrize("method", [MemorySession.flush, MemorySession.aclose])
+def test_a_memory_flush_and_close_never_suspend(method: Any) -> None:
+    # the premise: no await, no yield in them
+    ops = {ins.opname for ins in dis.get_instructions(method)}
     assert not ops & {"GET_AWAITABLE", "YIELD_VALUE", "SEND", "GET_AITER", "GET_ANEXT"}
 
 
@@ -180,4 +189,81 @@ async def test_the_attempt_skips_the_scope_only_for_a_noop_flush(
     runtime = _runtime(tmp_path, 0.0)
     result = await runtime.run("hi", session_id=uuid.uuid4().hex)
     assert result.ok and asked == [True]
+    await runtime.aclose()
+
+
+class _Slow:
+    """A session whose ``flush`` and ``aclose`` suspend (a file or plugin session's would)."""
+
+    def __init__(self, session_id: str, closed: list[Any]) -> None:
+        self.session_id = session_id
+        self._closed = closed
+
+    async def flush(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        self._closed.append(self)
+        await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("seed", range(60))
+async def test_closed_by_checkin_names_what_the_checkin_closes(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    runtime = _runtime(tmp_path, 0.0)
+    services = runtime.services
+    closed: list[Any] = []
+    kept: OrderedDict[str, Any] = OrderedDict()
+    for n in range(rng.randint(0, 5)):
+        kept[f"s{n}"] = _Slow(f"s{n}", closed)
+    services._open = kept
+    services.max_open_sessions = rng.randint(0, 5)
+    choice = rng.random()
+    if choice < 0.3 and kept:
+        session = kept[rng.choice(list(kept))]  # the same handle again
+    elif choice < 0.6 and kept:
+        session = _Slow(rng.choice(list(kept)), closed)  # another handle of a kept id
+    else:
+        session = _Slow("new", closed)
+    expected = services.closed_by_checkin(session)
+    await services.checkin_session(session)
+    assert closed == expected
+    await runtime.aclose()
+
+
+@pytest.mark.parametrize("seed", range(40))
+async def test_a_checkin_said_not_to_suspend_never_does(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    runtime = _runtime(tmp_path, 0.0)
+    services = runtime.services
+    store = services.session_store
+    closed: list[Any] = []
+
+    async def memory(session_id: str) -> Any:
+        return await store.open_or_create(session_id, cwd=str(tmp_path))
+
+    kept: OrderedDict[str, Any] = OrderedDict()
+    for n in range(rng.randint(0, 4)):
+        kept[f"s{n}"] = await memory(f"s{n}") if rng.random() < 0.7 else _Slow(f"s{n}", closed)
+    services._open = kept
+    services.max_open_sessions = rng.randint(0, 4)
+    session = await memory("new") if rng.random() < 0.8 else _Slow("new", closed)
+    run = types.SimpleNamespace(services=services)
+    answer = checkin_never_suspends(run, session)  # type: ignore[arg-type]
+    would_close = services.closed_by_checkin(session)
+    assert answer == (
+        flush_is_noop(session) and all(aclose_is_noop(other) for other in would_close)
+    )
+    coro = check_in_session(run, session)  # type: ignore[arg-type]
+    try:
+        coro.send(None)
+    except StopIteration:
+        suspended = False
+    else:
+        suspended = True
+        coro.close()
+    if answer:
+        assert not suspended  # finished at the first step: no checkpoint reached
+    else:
+        assert suspended  # what it closes or flushes did reach one
     await runtime.aclose()
