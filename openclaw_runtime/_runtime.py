@@ -237,7 +237,7 @@ class Runtime(LiveRunVerbs):
 
     def stream_fn_for(self, model: Model, *, repair: bool = True) -> StreamFn:
         """The provider that speaks ``model.api``, behind the registered stream repairers."""
-        if model.api not in self.components.providers.names():
+        if model.api not in self.components.providers:  # not ``names()``: no sort per run
             missing = missing_provider_plugin(model.ref, (), self._plugin_status(), api=model.api)
             if missing is not None:
                 raise missing

@@ -59,6 +59,7 @@ from ..prompt.refusal_scrub import resolve_attempt_base_prompt
 from ..prompt.skills import skill_env_scope
 from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
+from ..transcript.memory import flush_is_noop
 from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
@@ -446,8 +447,9 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         # (its callbacks, its session) alive until the next cyclic GC
         context_guard.uninstall()
         release_attempt_caches(session, history)  # the kernel's messages, of no later use
-        with anyio.CancelScope(shield=True):
-            await session.flush()
+        if not flush_is_noop(session):  # a memory session's: no shielded scope for nothing
+            with anyio.CancelScope(shield=True):
+                await session.flush()
 
     outcome.new_messages = new
     outcome.facts = collect_attempt_facts(new)

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 from .._exceptions import PluginBackendError
 from ..containment.proxy import GuardedBackend
 from ..failover.events import redact_secret_text
+from ..transcript.memory import aclose_is_noop, flush_is_noop
 from .run_state import RunState
 
 if TYPE_CHECKING:
     from ..backends import Session
 
-__all__ = ["check_in_session", "session_checkin_error"]
+__all__ = ["check_in_session", "checkin_never_suspends", "session_checkin_error"]
 
 
 def session_checkin_error(run: RunState, exc: Exception) -> PluginBackendError:
@@ -42,6 +43,16 @@ def session_checkin_error(run: RunState, exc: Exception) -> PluginBackendError:
     return PluginBackendError(
         f"the session store failed in the session check-in (flush): "
         f"{type(exc).__name__}: {redact_secret_text(str(exc))}"
+    )
+
+
+def checkin_never_suspends(run: RunState, session: Session) -> bool:
+    """Whether checking ``session`` in reaches no checkpoint: it and every session the
+    check-in would close are memory sessions, whose ``flush`` and ``aclose`` await nothing.
+    The run then needs no shielded scope around it (one around code that never reaches a
+    checkpoint changes nothing)."""
+    return flush_is_noop(session) and all(
+        aclose_is_noop(closed) for closed in run.services.closed_by_checkin(session)
     )
 
 

@@ -16,12 +16,15 @@ embedded default ``file_lanes.FileLanes`` builds on it to hold session lanes acr
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from types import TracebackType
 
 import anyio
+import sniffio
 
 from ..backends.lanes import (
     PRIORITY_RANK,
@@ -97,11 +100,18 @@ class InProcessLanes:
         """
         return _Hold(self, lane, capacity, priority, timeout_s)
 
-    async def _acquire(self, state: _Lane, rank: int) -> None:
+    @staticmethod
+    def _try_acquire(state: _Lane) -> bool:
+        """Take a free slot at once (nobody waiting before us); whether it was taken."""
         while state.waiters and state.waiters[0][2].cancelled:
             heapq.heappop(state.waiters)
         if state.active < state.capacity and not state.waiters:
             state.active += 1
+            return True
+        return False
+
+    async def _acquire(self, state: _Lane, rank: int) -> None:
+        if self._try_acquire(state):
             return
         waiter = _Waiter()
         heapq.heappush(state.waiters, (rank, next(self._sequence), waiter))
@@ -128,6 +138,15 @@ class InProcessLanes:
             waiter.granted = True
             state.active += 1
             waiter.event.set()
+
+
+def loop_clock() -> Callable[[], float]:
+    """``anyio.current_time`` looked up once: the asyncio loop's ``time`` (what anyio's
+    asyncio backend returns), anyio's on other loops. A hold reads the clock twice; anyio's
+    function finds the backend again at every call."""
+    if sniffio.current_async_library() == "asyncio":
+        return asyncio.get_running_loop().time
+    return anyio.current_time
 
 
 class _Hold:
@@ -173,9 +192,12 @@ class _Hold:
         if state is None:
             state = lanes._lanes[lane] = _Lane(capacity)
         state.capacity = max(state.capacity, capacity)
-        started = anyio.current_time()
-        await lanes._acquire(state, PRIORITY_RANK.get(self._priority, 1))
-        granted = anyio.current_time()
+        clock = loop_clock()
+        started = clock()
+        # a free lane is taken without the waiting coroutine (it would not have suspended)
+        if not lanes._try_acquire(state):
+            await lanes._acquire(state, PRIORITY_RANK.get(self._priority, 1))
+        granted = clock()
         deadline = math.inf if timeout_s is None else granted + timeout_s
         scope = anyio.CancelScope(deadline=deadline)
         lease = LaneLease(lane, timeout_s, granted - started, scope)

@@ -48,7 +48,7 @@ from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
-from .checkin import check_in_session
+from .checkin import check_in_session, checkin_never_suspends
 from .cron_reply import offers_before_agent_reply
 from .engine_lifecycle import (
     bootstrap_context_engine,
@@ -379,9 +379,13 @@ class _Run(RunState):
             return result
         finally:
             self.task_group = None
-            with anyio.CancelScope(shield=True):
-                # the run may have moved to a compaction successor; a failure: a cleanup failure
-                await check_in_session(self, self.session or session)
+            # the run may have moved to a compaction successor; a failure: a cleanup failure
+            checked = self.session or session
+            if checkin_never_suspends(self, checked):  # memory sessions: nothing to shield
+                await check_in_session(self, checked)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await check_in_session(self, checked)
 
     async def _lease_steering(self) -> SteeringLease | None:
         """Lease the sub-agent results waiting for this session; they lead the prompt as

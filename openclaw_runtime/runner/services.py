@@ -244,6 +244,25 @@ class RunServices:
             _, oldest = self._open.popitem(last=False)
             await oldest.aclose()
 
+    def closed_by_checkin(self, session: Session) -> list[Any]:
+        """The sessions ``checkin_session(session)`` would close, in its order (the one kept
+        under the same id before, then the least recently used over the limit); it closes
+        nothing else. Asked before a check-in that would rather know (``checkin``)."""
+        key = session.session_id
+        previous = self._open.get(key)
+        closed = [previous] if previous is not None and previous is not session else []
+        # after the check-in: the others in their order, then ``session``
+        over = len(self._open) - (previous is not None) + 1 - self.max_open_sessions
+        for name, kept in self._open.items():
+            if over <= 0:
+                break
+            if name != key:
+                closed.append(kept)
+                over -= 1
+        if over > 0:  # a limit below one: the session itself goes too
+            closed.append(session)
+        return closed
+
     async def close_sessions(self) -> None:
         """Close every session kept open (flushing what they buffered)."""
         while self._open:

@@ -44,7 +44,7 @@ from .rewrite import SessionRewriter, checked_rewrite_records
 from .session_ids import validate_session_id
 from .tree import SessionTree
 
-__all__ = ["MemorySession", "MemorySessionStore"]
+__all__ = ["MemorySession", "MemorySessionStore", "aclose_is_noop", "flush_is_noop"]
 
 Warn = Callable[[str], None]
 Clock = Callable[[], datetime]
@@ -173,6 +173,18 @@ class MemorySession(SessionRewriter):
             for problem in tree.repair_pointers():
                 self._report(f"session {self.session_id}: {problem}")
             self._absorb(ExternalChanges(tree=tree))
+
+
+def flush_is_noop(session: object) -> bool:
+    """Whether ``session.flush()`` is ``MemorySession.flush``, which does nothing and never
+    suspends: a caller may skip it, and the shielded scope it would put around it (a scope
+    around code that never reaches a checkpoint changes nothing)."""
+    return getattr(type(session), "flush", None) is MemorySession.flush
+
+
+def aclose_is_noop(session: object) -> bool:
+    """Whether ``session.aclose()`` is ``MemorySession.aclose``, which never suspends."""
+    return getattr(type(session), "aclose", None) is MemorySession.aclose
 
 
 class MemorySessionStore:
