@@ -1,0 +1,315 @@
+"""Per-tool-call shortcuts around awaitables, request options and messaging sends (tool5).
+
+Each shortcut is compared with the code it replaced (kept here verbatim) over a table of
+inputs: ``maybe_await``'s exact-type fast path, the guard's and the repaired stream's
+"a list / an event stream is never awaitable" checks, ``StreamOptions.with_request`` without
+``dataclasses.replace``, and the messaging tracker reading its names normalized once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import random
+from collections.abc import Iterable, Mapping
+from types import CoroutineType
+from typing import Any
+
+import pytest
+
+from openclaw_runtime.abort import AbortController
+from openclaw_runtime.agent.types import maybe_await
+from openclaw_runtime.context.guard import ToolResultContextGuard
+from openclaw_runtime.events import AssistantMessageEventStream, Done
+from openclaw_runtime.llm import Context, Model, StreamOptions
+from openclaw_runtime.messages import AssistantMessage, TextContent, UserMessage
+from openclaw_runtime.reply.dedupe import (
+    DEFAULT_MESSAGING_TOOLS,
+    MessagingToolTracker,
+    messaging_send_text,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def _old_maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class _AwaitableList(list[Any]):
+    """A list subclass that is awaitable: not the exact type, so it is still awaited."""
+
+    def __await__(self) -> Any:
+        yield from ()
+        return "awaited list"
+
+
+class _AwaitableStream(AssistantMessageEventStream):
+    def __await__(self) -> Any:
+        yield from ()
+        return "awaited stream"
+
+
+class _Future:
+    def __await__(self) -> Any:
+        yield from ()
+        return "awaited future"
+
+
+async def _coroutine() -> str:
+    return "awaited coroutine"
+
+
+def _values() -> list[Any]:
+    return [
+        [],
+        [1, 2],
+        (),
+        {"a": 1},
+        "",
+        "key",
+        True,
+        False,
+        0,
+        7,
+        1.5,
+        None,
+        AssistantMessageEventStream(),
+        _AwaitableList([1]),
+        _AwaitableStream(),
+        _Future(),
+        object(),
+        b"bytes",
+        {1, 2},
+    ]
+
+
+async def test_maybe_await_matches_isawaitable_for_every_kind() -> None:
+    for value in _values():
+        assert await maybe_await(value) == await _old_maybe_await(value)
+        if not inspect.isawaitable(value):
+            assert await maybe_await(value) is value  # the same object back
+    coroutine = _coroutine()
+    assert type(coroutine) is CoroutineType
+    assert await maybe_await(coroutine) == "awaited coroutine"
+
+
+async def test_maybe_await_awaits_a_coroutine_once() -> None:
+    calls = []
+
+    async def once() -> int:
+        calls.append(1)
+        return 5
+
+    assert await maybe_await(once()) == 5
+    assert calls == [1]
+
+
+async def test_guard_awaits_an_awaitable_inner_and_takes_a_list_as_it_is() -> None:
+    messages: list[Any] = [UserMessage(content="hi")]
+    answers: list[Any] = []
+
+    def sync_inner(history: list[Any], _signal: Any) -> list[Any]:
+        answers.append("sync")
+        return list(history)
+
+    async def async_inner(history: list[Any], _signal: Any) -> list[Any]:
+        answers.append("async")
+        return list(history)
+
+    def awaitable_list_inner(history: list[Any], _signal: Any) -> Any:
+        answers.append("awaitable list")
+        return _AwaitableList(history)
+
+    for inner in (sync_inner, async_inner):
+        guard = ToolResultContextGuard(context_window_tokens=200_000, inner=inner)
+        out = await guard(messages)
+        assert [m.content for m in out] == ["hi"]
+    guard = ToolResultContextGuard(context_window_tokens=200_000, inner=awaitable_list_inner)
+    # an awaitable list subclass is awaited, as before (its answer is not a list: the
+    # guard then works on the history it was given)
+    out = await guard(messages)
+    assert [m.content for m in out] == ["hi"]
+    assert answers == ["sync", "async", "awaitable list"]
+
+
+async def test_repaired_stream_awaits_an_awaitable_stream_function() -> None:
+    from openclaw_runtime.repair.compose import _repaired_events
+
+    answer = AssistantMessage(
+        content=[TextContent(text="done")],
+        api="bench",
+        provider="fake",
+        model="m",
+        stop_reason="stop",
+    )
+
+    def stream() -> AssistantMessageEventStream:
+        events = AssistantMessageEventStream()
+        events.push(Done("stop", answer))
+        return events
+
+    def plain(*_: Any) -> Any:
+        return stream()
+
+    async def coroutine(*_: Any) -> Any:
+        return stream()
+
+    class _Wrapped:
+        def __await__(self) -> Any:
+            yield from ()
+            return stream()
+
+    def awaitable(*_: Any) -> Any:
+        return _Wrapped()
+
+    model = Model(id="m", name="m", api="bench", provider="fake")
+    for fn in (plain, coroutine, awaitable):
+        seen = [
+            event.type
+            async for event in _repaired_events(fn, (), model, Context(), StreamOptions())
+        ]
+        assert seen == ["done"], fn
+
+
+# --- StreamOptions.with_request ---------------------------------------------------------
+
+
+def _old_with_request(options: StreamOptions, *, signal: Any, api_key: str | None) -> StreamOptions:
+    return dataclasses.replace(options, signal=signal, api_key=api_key or options.api_key)
+
+
+def test_stream_options_fields_are_all_init_fields_signal_and_key_first() -> None:
+    names = [item.name for item in dataclasses.fields(StreamOptions)]
+    assert names[:2] == ["signal", "api_key"]
+    assert all(item.init for item in dataclasses.fields(StreamOptions))
+
+
+def _random_options(rng: random.Random) -> StreamOptions:
+    signal = AbortController().signal
+    pick = rng.choice
+    return StreamOptions(
+        signal=pick([None, signal]),
+        api_key=pick([None, "", "sk-old"]),
+        temperature=pick([None, 0.0, 0.7]),
+        max_tokens=pick([None, 0, 4096]),
+        stop=pick([None, [], ["END"]]),
+        reasoning=pick([None, "low", "high"]),
+        thinking_budgets=pick([None, {"low": 1024}]),
+        session_id=pick([None, "s1"]),
+        headers=pick([None, {"x": "y"}]),
+        connect_timeout=pick([None, 1.0]),
+        read_timeout=pick([None, 2.0]),
+        idle_timeout=pick([None, 3.0]),
+        metadata=pick([None, {"m": 1}]),
+        on_payload=pick([None, print]),
+        on_response=pick([None, repr]),
+        extra=pick([{}, {"k": [1]}]),
+        coalesce_deltas=pick([True, False]),
+    )
+
+
+def test_with_request_matches_replace_field_by_field() -> None:
+    rng = random.Random(13)
+    new_signal = AbortController().signal
+    for _ in range(300):
+        options = _random_options(rng)
+        signal = rng.choice([None, new_signal])
+        key = rng.choice([None, "", "sk-new"])
+        new = options.with_request(signal=signal, api_key=key)
+        old = _old_with_request(options, signal=signal, api_key=key)
+        assert type(new) is StreamOptions and new is not options
+        for item in dataclasses.fields(StreamOptions):
+            # the same objects (a shallow copy), not equal copies
+            assert getattr(new, item.name) is getattr(old, item.name), item.name
+        assert repr(new) == repr(old)
+
+
+def test_with_request_of_a_subclass_keeps_its_type() -> None:
+    @dataclasses.dataclass(slots=True)
+    class Wider(StreamOptions):
+        more: int = 3
+
+        def __post_init__(self) -> None:
+            self.more += 1
+
+    options = Wider(api_key="sk-a", more=1)
+    new = options.with_request(signal=None, api_key="sk-b")
+    assert type(new) is Wider and new.api_key == "sk-b"
+    assert new.more == _old_with_request(options, signal=None, api_key="sk-b").more
+
+
+# --- the messaging tracker --------------------------------------------------------------
+
+
+def _old_send_text(
+    tool_name: str, args: Any, *, messaging_tools: Iterable[str] = DEFAULT_MESSAGING_TOOLS
+) -> str | None:
+    name = (tool_name or "").strip().lower()
+    if name not in {n.strip().lower() for n in messaging_tools} or not isinstance(args, Mapping):
+        return None
+    if name == "message":
+        action = args.get("action")
+        if action is not None and str(action).strip().lower() not in {
+            "send",
+            "thread-reply",
+            "thread_reply",
+            "reply",
+        }:
+            return None
+    for key in ("message", "text", "content"):
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+_NAMES = [
+    "message",
+    " Message ",
+    "MESSAGE",
+    "sessions_send",
+    "Sessions_Send\t",
+    "read",
+    "",
+    "notify",
+    " NOTIFY",
+    "İnform",
+    "inform",
+    "ΣEND",
+]
+_TOOL_SETS: list[Iterable[str]] = [
+    DEFAULT_MESSAGING_TOOLS,
+    ["message", "sessions_send"],
+    [" Notify ", "message"],
+    ["İnform", "σend"],
+    [],
+]
+_ARGS: list[Any] = [
+    {"message": "hi"},
+    {"text": "  "},
+    {"content": "c", "action": "send"},
+    {"message": "m", "action": " Reply "},
+    {"message": "m", "action": "delete"},
+    {"message": 3, "text": "t"},
+    {},
+    "not a mapping",
+    None,
+]
+
+
+def test_send_text_and_tracker_match_the_old_reading() -> None:
+    for tools in _TOOL_SETS:
+        tracker = MessagingToolTracker(tools)
+        committed = []
+        for number, (name, args) in enumerate((name, args) for name in _NAMES for args in _ARGS):
+            expected = _old_send_text(name, args, messaging_tools=tools)
+            assert messaging_send_text(name, args, messaging_tools=tools) == expected
+            call_id = f"c{number}"
+            tracker.tool_started(call_id, name, args)
+            tracker.tool_ended(call_id, is_error=False)
+            if expected is not None:
+                committed.append(expected)
+        assert tracker.sent_texts == committed[-200:], tools
