@@ -313,3 +313,65 @@ def test_send_text_and_tracker_match_the_old_reading() -> None:
             if expected is not None:
                 committed.append(expected)
         assert tracker.sent_texts == committed[-200:], tools
+
+
+# --- the event dispatch of the kernel and the attempt -----------------------------------
+
+
+def _event_classes() -> list[type]:
+    from openclaw_runtime import events
+
+    return [
+        value
+        for value in vars(events).values()
+        if isinstance(value, type) and issubclass(value, events.Event)
+    ]
+
+
+def test_the_kernels_no_lifecycle_events_are_none_of_the_lifecycle_kinds() -> None:
+    from openclaw_runtime.agent.loop import _NO_LIFECYCLE
+    from openclaw_runtime.events import AgentEnd, TurnEnd, TurnStart
+
+    assert len(_NO_LIFECYCLE) == 7
+    for kind in _NO_LIFECYCLE:
+        assert not issubclass(kind, (TurnStart, TurnEnd, AgentEnd)), kind
+
+
+def test_the_attempt_records_nothing_only_for_kinds_it_never_records() -> None:
+    from openclaw_runtime.events import MessageEnd, ToolExecutionEnd, ToolExecutionStart, TurnEnd
+    from openclaw_runtime.runner.attempt import _NOTHING_TO_RECORD
+
+    recorded = (MessageEnd, TurnEnd, ToolExecutionStart, ToolExecutionEnd)
+    assert len(_NOTHING_TO_RECORD) == 6
+    for kind in _NOTHING_TO_RECORD:
+        assert not issubclass(kind, recorded), kind
+    # every event class the runtime defines is either recorded or known to need nothing,
+    # or goes the isinstance way (the sets only skip checks that answer "no")
+    for kind in _event_classes():
+        if kind in _NOTHING_TO_RECORD:
+            assert not issubclass(kind, recorded)
+
+
+async def test_the_kernel_tracks_turns_of_subclassed_lifecycle_events() -> None:
+    from openclaw_runtime.agent.loop import _LoopRun
+    from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
+    from openclaw_runtime.events import AgentEnd, MessageEnd, TurnEnd, TurnStart
+
+    class MyTurnStart(TurnStart):
+        pass
+
+    seen: list[Any] = []
+
+    async def emit(event: Any) -> None:
+        seen.append(event)
+
+    model = Model(id="m", name="m", api="bench", provider="fake")
+    run = _LoopRun(AgentContext(), [], AgentLoopConfig(model=model), emit, None, None)  # type: ignore[arg-type]
+    await run.emit(MyTurnStart())
+    assert run.turn_open
+    await run.emit(MessageEnd(UserMessage(content="x")))
+    assert run.turn_open and not run.ended
+    await run.emit(TurnEnd(AssistantMessage(api="b", provider="f", model="m"), []))
+    assert not run.turn_open
+    await run.emit(AgentEnd([]))
+    assert run.ended and len(seen) == 4

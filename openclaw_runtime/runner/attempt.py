@@ -39,11 +39,17 @@ from ..context import (
 from ..context.engine import AfterTurnParams, AssembleParams
 from ..context.lifecycle import finish_turn
 from ..events import (
+    AgentEnd,
+    AgentStart,
     Event,
     MessageEnd,
+    MessageStart,
+    MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
+    ToolExecutionUpdate,
     TurnEnd,
+    TurnStart,
 )
 from ..llm import Model, StreamFn, StreamOptions, ThinkingLevel
 from ..messages import (
@@ -556,7 +562,9 @@ class _AttemptTurn:
     async def emit(self, event: Event) -> None:
         spec, outcome = self.spec, self.outcome
         spec.heartbeat()
-        if isinstance(event, MessageEnd):
+        if type(event) in _NOTHING_TO_RECORD:  # by exact type: a subclass is still checked
+            pass
+        elif isinstance(event, MessageEnd):
             entry_id = await self.session.append_message(event.message)
             outcome.entry_ids[id(event.message)] = entry_id
             if outcome.prompt_message is not None and event.message is outcome.prompt_message:
@@ -596,6 +604,13 @@ class _AttemptTurn:
             signal=self.controller.signal,
             on_failure="close",
         )
+
+
+#: Event classes that are none of ``MessageEnd``, ``TurnEnd``, ``ToolExecutionStart``,
+#: ``ToolExecutionEnd``: the attempt records nothing for them (half of a tool call's events).
+_NOTHING_TO_RECORD: frozenset[type] = frozenset(
+    {AgentStart, AgentEnd, TurnStart, MessageStart, MessageUpdate, ToolExecutionUpdate}
+)
 
 
 def _time_out(seconds: float, controller: AbortController, state: _AttemptState) -> None:
