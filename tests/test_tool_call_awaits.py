@@ -375,3 +375,37 @@ async def test_the_kernel_tracks_turns_of_subclassed_lifecycle_events() -> None:
     assert not run.turn_open
     await run.emit(AgentEnd([]))
     assert run.ended and len(seen) == 4
+
+
+# --- the cached context's model across appends --------------------------------------------
+
+
+@pytest.mark.parametrize("read_every", [1, 3])
+async def test_the_cached_contexts_model_follows_each_assistant_append(read_every: int) -> None:
+    from openclaw_runtime.messages import ToolCall, ToolResultMessage
+    from openclaw_runtime.transcript.memory import MemorySessionStore
+    from tests.test_record_fast_paths import _cached, _plain
+
+    session = await MemorySessionStore().create("models", cwd="/w")
+    await session.append_message(UserMessage(content="go"))
+    session.build_session_context()  # a cached context for the appends to extend
+    models = [("p", "m"), ("p", "m"), ("q", "m"), ("q", "m"), ("p", "n"), ("p", "m"), ("p", "m")]
+    for n, (provider, model_id) in enumerate(models):
+        call = ToolCall(id=f"c{n}", name="read", arguments={"path": f"f{n}"})
+        assistant = AssistantMessage(
+            content=[call], api="a", provider=provider, model=model_id, stop_reason="toolUse"
+        )
+        await session.append_message(assistant)
+        result = ToolResultMessage(
+            tool_call_id=f"c{n}", tool_name="read", content=[TextContent(text="r")]
+        )
+        await session.append_message(result)
+        if n % read_every == 0:
+            cached = _cached(session)
+            assert cached == _plain(session), n
+            assert cached[2] is not None and (cached[2].provider, cached[2].model_id) == (
+                provider,
+                model_id,
+            )
+    assert _cached(session) == _plain(session)
+    await session.aclose()
