@@ -119,20 +119,35 @@ async def test_guard_awaits_an_awaitable_inner_and_takes_a_list_as_it_is() -> No
         answers.append("async")
         return list(history)
 
+    class _ReplacingList(list[Any]):
+        """A list that is also awaitable: awaited (as before), its answer is what counts."""
+
+        def __await__(self) -> Any:
+            yield from ()
+            return [UserMessage(content="awaited")]
+
+    class _Replacing:
+        def __await__(self) -> Any:
+            yield from ()
+            return [UserMessage(content="awaited too")]
+
     def awaitable_list_inner(history: list[Any], _signal: Any) -> Any:
         answers.append("awaitable list")
-        return _AwaitableList(history)
+        return _ReplacingList(history)
+
+    def awaitable_inner(history: list[Any], _signal: Any) -> Any:
+        answers.append("awaitable")
+        return _Replacing()
 
     for inner in (sync_inner, async_inner):
         guard = ToolResultContextGuard(context_window_tokens=200_000, inner=inner)
         out = await guard(messages)
         assert [m.content for m in out] == ["hi"]
-    guard = ToolResultContextGuard(context_window_tokens=200_000, inner=awaitable_list_inner)
-    # an awaitable list subclass is awaited, as before (its answer is not a list: the
-    # guard then works on the history it was given)
-    out = await guard(messages)
-    assert [m.content for m in out] == ["hi"]
-    assert answers == ["sync", "async", "awaitable list"]
+    for inner, expected in ((awaitable_list_inner, "awaited"), (awaitable_inner, "awaited too")):
+        guard = ToolResultContextGuard(context_window_tokens=200_000, inner=inner)
+        out = await guard(messages)
+        assert [m.content for m in out] == [expected]
+    assert answers == ["sync", "async", "awaitable list", "awaitable"]
 
 
 async def test_repaired_stream_awaits_an_awaitable_stream_function() -> None:
