@@ -424,3 +424,65 @@ async def test_the_cached_contexts_model_follows_each_assistant_append(read_ever
             )
     assert _cached(session) == _plain(session)
     await session.aclose()
+
+
+# --- the repairer's tool names per request ------------------------------------------------
+
+
+def _old_tool_names(context: Any) -> frozenset[str]:
+    from openclaw_runtime.repair.grammar import js_trim
+
+    tools = (
+        context.get("tools") if isinstance(context, Mapping) else getattr(context, "tools", None)
+    )
+    names: set[str] = set()
+    for tool in tools or ():
+        name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
+        if isinstance(name, str) and js_trim(name):
+            names.add(name)
+    return frozenset(names)
+
+
+def test_tool_names_match_the_old_reading() -> None:
+    from collections.abc import Iterator
+
+    from openclaw_runtime.agent.tools import AgentTool
+    from openclaw_runtime.llm import Tool
+    from openclaw_runtime.repair.normalizer import resolve_context_tool_names
+
+    class MappingTool(Tool, Mapping[str, Any]):  # a Tool that is a Mapping too: read by key
+        def __getitem__(self, key: str) -> Any:
+            return {"name": "from-mapping"}[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["name"])
+
+        def __len__(self) -> int:
+            return 1
+
+    async def run(*_: Any) -> Any:
+        return None
+
+    tools: list[Any] = [
+        Tool(name="read", description=""),
+        Tool(name="  ", description=""),
+        AgentTool(name="write", description="", parameters={}, execute=run),
+        AgentTool(name="blank_later", description="", parameters={}, execute=run),
+        {"name": "exec"},
+        {"name": 3},
+        {},
+        MappingTool(name="attr-name", description=""),
+        type("Named", (), {"name": "named"})(),
+        object(),
+    ]
+    tools[3].name = "\u00a0"  # changed after it was made: blank to ``js_trim``
+    rng = random.Random(5)
+    contexts: list[Any] = [Context(), None, {}, {"tools": None}, object()]
+    for _ in range(200):
+        picked = rng.sample(tools, rng.randint(0, len(tools)))
+        contexts.append(Context(tools=picked))
+        contexts.append({"tools": picked})
+        contexts.append(type("Holder", (), {"tools": picked})())
+    for context in contexts:
+        assert resolve_context_tool_names(context) == _old_tool_names(context)
+    assert "from-mapping" in resolve_context_tool_names(Context(tools=[tools[7]]))

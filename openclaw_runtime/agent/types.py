@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import CoroutineType
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from ..abort import AbortSignal
 from ..events import AgentEvent, AssistantMessageEventStream
@@ -57,8 +57,8 @@ async def maybe_await(value: MaybeAwaitable[T]) -> T:
     """Await ``value`` if it is awaitable (datasette's ``await_me_maybe``)."""
     kind = type(value)
     if kind is CoroutineType or (kind not in _PLAIN and inspect.isawaitable(value)):
-        return await cast(Awaitable[T], value)
-    return cast(T, value)
+        return await value  # type: ignore[misc]
+    return value  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
