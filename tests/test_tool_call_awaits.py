@@ -486,3 +486,108 @@ def test_tool_names_match_the_old_reading() -> None:
     for context in contexts:
         assert resolve_context_tool_names(context) == _old_tool_names(context)
     assert "from-mapping" in resolve_context_tool_names(Context(tools=[tools[7]]))
+
+
+# --- small per-message loops ---------------------------------------------------------------
+
+
+def test_usage_numbers_match_the_old_reading() -> None:
+    import math
+    from decimal import Decimal
+
+    from openclaw_runtime.runner.run_usage import _number
+
+    def old(value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return 0
+        return value
+
+    class MyInt(int):
+        pass
+
+    class MyFloat(float):
+        pass
+
+    values: list[object] = [0, 1, -3, 2**70, 0.0, -0.0, 1.5, math.nan, math.inf, True, False]
+    values += ["3", None, Decimal("1.5"), MyInt(4), MyFloat(2.5), [1], complex(1, 2)]
+    for value in values:
+        new, was = _number(value), old(value)
+        assert type(new) is type(was) and (new == was or new != new), value
+        if isinstance(value, float) and value == 0:
+            assert math.copysign(1, new) == math.copysign(1, was)
+
+
+def test_tool_result_after_the_fence_matches_the_old_reading() -> None:
+    from openclaw_runtime.context.guard import _has_tool_result_after, _is_tool_result
+    from openclaw_runtime.messages import ToolResultMessage
+
+    def old(messages: list[Any], fence: int) -> bool:
+        return any(_is_tool_result(message) for message in messages[fence:])
+
+    class Result(ToolResultMessage):
+        pass
+
+    pool: list[Any] = [
+        UserMessage(content="u"),
+        AssistantMessage(api="a", provider="p", model="m"),
+        ToolResultMessage(tool_call_id="c", tool_name="t", content=[]),
+        Result(tool_call_id="c", tool_name="t", content=[]),
+        {"role": "toolResult"},
+        {"role": "tool"},
+        {"role": "user"},
+        type("Shaped", (), {"role": "tool"})(),
+        object(),
+    ]
+    rng = random.Random(9)
+    for _ in range(500):
+        messages = [rng.choice(pool) for _ in range(rng.randint(0, 6))]
+        fence = rng.randint(0, 7)
+        assert _has_tool_result_after(messages, fence) == old(messages, fence)
+
+
+def test_attempt_facts_match_the_old_reading() -> None:
+    from openclaw_runtime.messages import ThinkingContent, ToolCall, ToolResultMessage, Usage
+    from openclaw_runtime.runner.attempt import collect_attempt_facts
+
+    def old_started(messages: list[Any]) -> bool:
+        started = False
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                if message.content and any(
+                    not (isinstance(b, TextContent) and not b.text) for b in message.content
+                ):
+                    started = True
+                if message.error_output_started or message.usage.output > 0:
+                    started = True
+        return started
+
+    blocks: list[Any] = [
+        TextContent(text=""),
+        TextContent(text="hi"),
+        ThinkingContent(thinking=""),
+        ToolCall(id="c", name="read", arguments={}),
+    ]
+    rng = random.Random(11)
+    for _ in range(400):
+        messages: list[Any] = []
+        for _ in range(rng.randint(0, 4)):
+            if rng.random() < 0.7:
+                messages.append(
+                    AssistantMessage(
+                        content=[rng.choice(blocks) for _ in range(rng.randint(0, 3))],
+                        api="a",
+                        provider="p",
+                        model="m",
+                        stop_reason=rng.choice(["stop", "toolUse", "error"]),
+                        usage=Usage(output=rng.choice([0, 0, 5])),
+                        error_output_started=rng.choice([None, False, True]),
+                    )
+                )
+            else:
+                messages.append(
+                    ToolResultMessage(
+                        tool_call_id="c", tool_name="read", content=[], is_error=False
+                    )
+                )
+        facts = collect_attempt_facts(messages)
+        assert facts.provider_started == old_started(messages)

@@ -582,7 +582,10 @@ def _clamp_fence(configured: int | None, length: int) -> int:
 
 
 def _has_tool_result_after(messages: Sequence[Any], fence: int) -> bool:
-    return any(_is_tool_result(message) for message in messages[fence:])
+    for message in messages[fence:]:  # a loop, not ``any`` over a generator (per request)
+        if type(message) is ToolResultMessage or _is_tool_result(message):
+            return True
+    return False
 
 
 def _is_tool_result(message: Any) -> bool:

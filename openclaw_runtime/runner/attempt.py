@@ -130,10 +130,11 @@ def collect_attempt_facts(messages: Sequence[Any]) -> AttemptFacts:
         if isinstance(message, AssistantMessage):
             assistant = message
             usages.append(message.usage)
-            if message.content and any(
-                not (isinstance(b, TextContent) and not b.text) for b in message.content
-            ):
-                started = True
+            if not started:  # a loop, not ``any`` over a generator (once per message)
+                for block in message.content:
+                    if not (isinstance(block, TextContent) and not block.text):
+                        started = True
+                        break
             if message.error_output_started or message.usage.output > 0:
                 started = True
             if message.stop_reason not in ("error", "aborted"):
