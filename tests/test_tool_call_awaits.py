@@ -591,3 +591,26 @@ def test_attempt_facts_match_the_old_reading() -> None:
                 )
         facts = collect_attempt_facts(messages)
         assert facts.provider_started == old_started(messages)
+
+
+def test_observed_kinds_match_the_old_observes() -> None:
+    from openclaw_runtime import events
+    from openclaw_runtime.reply.blocks import ReplyStreamObserver
+
+    kinds = {
+        value.type
+        for value in vars(events).values()
+        if isinstance(value, type) and isinstance(getattr(value, "type", None), str)
+    }
+    assert {"tool_execution_start", "message_update", "turn_end"} <= kinds
+
+    async def send(_text: str) -> None:
+        return None
+
+    for observer in (ReplyStreamObserver(), ReplyStreamObserver(send=send)):
+        for kind in kinds | {"", "other"}:
+            old = kind in {"tool_execution_start", "tool_execution_end"} or (
+                observer.chunker is not None
+                and kind in {"message_start", "message_update", "message_end"}
+            )
+            assert (kind in observer.observed_kinds) == old == observer.observes(kind), kind
