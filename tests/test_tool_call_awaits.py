@@ -614,3 +614,47 @@ def test_observed_kinds_match_the_old_observes() -> None:
                 and kind in {"message_start", "message_update", "message_end"}
             )
             assert (kind in observer.observed_kinds) == old == observer.observes(kind), kind
+
+
+def test_side_effects_and_async_activity_match_the_old_reading() -> None:
+    from openclaw_runtime.runner.reply_payload import ToolMeta, is_likely_mutating_tool_name
+    from openclaw_runtime.runner.retry_instructions import (
+        _has_async_activity,
+        attempt_had_potential_side_effects,
+    )
+
+    def old_side_effects(metas: list[Any], messaging: bool, spawns: int, crons: int) -> bool:
+        return (
+            any(
+                (
+                    meta.mutating_action
+                    if meta.mutating_action is not None
+                    else is_likely_mutating_tool_name(meta.tool_name)
+                )
+                or meta.async_started
+                for meta in metas
+            )
+            or messaging
+            or spawns > 0
+            or crons > 0
+        )
+
+    pool = [
+        ToolMeta(tool_name=name, mutating_action=mutating, async_started=started)
+        for name in ("read", "write", "exec", "message", "")
+        for mutating in (None, True, False)
+        for started in (False, True)
+    ]
+    rng = random.Random(3)
+    for _ in range(600):
+        metas = [rng.choice(pool) for _ in range(rng.randint(0, 4))]
+        messaging, spawns, crons = rng.random() < 0.2, rng.choice([0, 0, 1]), rng.choice([0, 0, 2])
+        new = attempt_had_potential_side_effects(
+            metas,
+            messaging_side_effect=messaging,
+            accepted_session_spawns=spawns,
+            successful_cron_adds=crons,
+        )
+        assert new is old_side_effects(metas, messaging, spawns, crons)
+        facts = type("Facts", (), {"tool_metas": tuple(metas)})()
+        assert _has_async_activity(facts) is any(meta.async_started for meta in metas)  # type: ignore[arg-type]
