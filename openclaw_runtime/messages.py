@@ -345,4 +345,5 @@ def dump_messages(messages: list[Any]) -> list[dict[str, Any]]:
 def _joined_text(content: str | list[Any]) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(block.text for block in content if isinstance(block, TextContent))
+    # a list, not a generator: ``join`` makes one from a generator anyway
+    return "\n".join([block.text for block in content if isinstance(block, TextContent)])

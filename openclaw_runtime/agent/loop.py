@@ -37,6 +37,9 @@ from ..events import (
     MessageStart,
     MessageUpdate,
     Start,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
     TurnEnd,
     TurnStart,
     background_stream,
@@ -225,6 +228,14 @@ def _check_continuable(context: AgentContext) -> None:
         raise TranscriptNotContinuableError(last.role)
 
 
+#: Event classes that are none of ``TurnStart``, ``TurnEnd``, ``AgentEnd`` (by exact type: a
+#: subclass of one of them is still checked): ``_LoopRun.emit`` has no state to move for them.
+_NO_LIFECYCLE: frozenset[type] = frozenset(
+    {AgentStart, MessageStart, MessageUpdate, MessageEnd}
+    | {ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd}
+)
+
+
 class _LoopRun:
     """State of one loop invocation; the methods are the phases of the double loop."""
 
@@ -253,12 +264,13 @@ class _LoopRun:
         self.converter = PrefixConverter()
 
     async def emit(self, event: AgentEvent) -> None:
-        if isinstance(event, TurnStart):
-            self.turn_open = True
-        elif isinstance(event, TurnEnd):
-            self.turn_open = False
-        elif isinstance(event, AgentEnd):
-            self.ended = True
+        if type(event) not in _NO_LIFECYCLE:  # six of a tool call's eight events are
+            if isinstance(event, TurnStart):
+                self.turn_open = True
+            elif isinstance(event, TurnEnd):
+                self.turn_open = False
+            elif isinstance(event, AgentEnd):
+                self.ended = True
         await self._emit(event)
 
     @property

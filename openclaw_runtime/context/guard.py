@@ -419,9 +419,7 @@ class _HistoryTokens:
         else:
             self._messages = list(messages)
             self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
-        return boundary_token_pressure(
-            self._tokens, system_prompt=system_prompt, prompt=prompt
-        )
+        return boundary_token_pressure(self._tokens, system_prompt=system_prompt, prompt=prompt)
 
 
 def _starts_with(items: Sequence[Any], prefix: list[Any]) -> bool:
@@ -473,7 +471,8 @@ class ToolResultContextGuard:
         source = messages
         if self.inner is not None:
             transformed = self.inner(messages, signal)
-            if inspect.isawaitable(transformed):
+            # a list is never awaitable: no ABC check for the usual answer
+            if type(transformed) is not list and inspect.isawaitable(transformed):
                 transformed = await transformed
             if isinstance(transformed, list | tuple):
                 source = list(transformed)
@@ -583,7 +582,10 @@ def _clamp_fence(configured: int | None, length: int) -> int:
 
 
 def _has_tool_result_after(messages: Sequence[Any], fence: int) -> bool:
-    return any(_is_tool_result(message) for message in messages[fence:])
+    for message in messages[fence:]:  # a loop, not ``any`` over a generator (per request)
+        if type(message) is ToolResultMessage or _is_tool_result(message):
+            return True
+    return False
 
 
 def _is_tool_result(message: Any) -> bool:

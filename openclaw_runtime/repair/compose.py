@@ -75,7 +75,11 @@ async def _repaired_events(
     options: StreamOptions,
 ) -> AsyncIterator[AssistantMessageEvent]:
     result = stream_fn(model, context, options)
-    provider_stream = await result if inspect.isawaitable(result) else result
+    # an event stream as it is (never awaitable: no ABC check per model call), else awaited
+    # when awaitable
+    if type(result) is not AssistantMessageEventStream and inspect.isawaitable(result):
+        result = await result
+    provider_stream = result
     layers: list[Any] = [provider_stream]
     try:
         events: AsyncIterator[AssistantMessageEvent] = provider_stream

@@ -35,8 +35,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..agent.tools import AgentTool
 from ..events import AssistantMessageEvent, Done, Start
-from ..llm import Context
+from ..llm import Context, Tool
 from ..messages import AssistantMessage
 from ..redaction import package_logger
 from .formats import (
@@ -74,14 +75,31 @@ _PROMOTABLE_REASONS = frozenset({"stop", "toolUse"})
 _ALWAYS_SCAN_CHARS = 256
 
 
+#: Tool classes that are not mappings and always have a ``name`` (exact types: a subclass
+#: may be a ``Mapping`` too and is asked as before).
+_TOOL_TYPES: frozenset[type] = frozenset({Tool, AgentTool})
+
+
 def resolve_context_tool_names(context: Context | Mapping[str, Any] | Any) -> frozenset[str]:
     """Names of the request's tools (blank names ignored), i.e. what may be promoted."""
-    tools = (
-        context.get("tools") if isinstance(context, Mapping) else getattr(context, "tools", None)
-    )
+    # the runtime's own request and tools by exact type first: asking the ``Mapping`` ABC
+    # about each was most of this per-request look-up
+    tools: Any
+    if type(context) is Context:
+        tools = context.tools
+    else:
+        tools = (
+            context.get("tools")
+            if isinstance(context, Mapping)
+            else getattr(context, "tools", None)
+        )
     names: set[str] = set()
+    name: Any
     for tool in tools or ():
-        name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
+        if type(tool) in _TOOL_TYPES:
+            name = tool.name
+        else:
+            name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
         if isinstance(name, str) and js_trim(name):
             names.add(name)
     return frozenset(names)

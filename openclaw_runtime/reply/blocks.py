@@ -29,6 +29,7 @@ __all__ = ["BlockSend", "ReplyStreamObserver"]
 
 _TOOL_KINDS = frozenset({"tool_execution_start", "tool_execution_end"})
 _MESSAGE_KINDS = frozenset({"message_start", "message_update", "message_end"})
+_TOOL_AND_MESSAGE_KINDS = _TOOL_KINDS | _MESSAGE_KINDS
 
 #: Sends one block reply's text (sync or async).
 BlockSend = Callable[[str], Awaitable[None] | None]
@@ -51,11 +52,14 @@ class ReplyStreamObserver:
         self.is_duplicate = is_duplicate
         self.last_block: str | None = None
         self.sent_blocks: list[str] = []
+        #: the kinds ``observes`` answers yes for (the run reads the set itself: one look-up
+        #: per event instead of a method call)
+        self.observed_kinds = _TOOL_KINDS if self.chunker is None else _TOOL_AND_MESSAGE_KINDS
 
     def observes(self, kind: str) -> bool:
         """Can ``observe`` act on an event of ``kind``? (No: the run need not call it; most of
         a tool loop's events are neither tool executions nor, without block replies, text.)"""
-        return kind in _TOOL_KINDS or (self.chunker is not None and kind in _MESSAGE_KINDS)
+        return kind in self.observed_kinds
 
     async def observe(self, event: Event) -> None:
         """Track one run event (see the module docstring)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 __all__ = [
@@ -39,8 +40,17 @@ def messaging_send_text(
     tool_name: str, args: Any, *, messaging_tools: Iterable[str] = DEFAULT_MESSAGING_TOOLS
 ) -> str | None:
     """The text this tool call sends to a user, or None when it is not a messaging send."""
-    name = (tool_name or "").strip().lower()
-    if name not in {n.strip().lower() for n in messaging_tools} or not isinstance(args, Mapping):
+    names = (
+        messaging_tools
+        if messaging_tools is DEFAULT_MESSAGING_TOOLS
+        else {n.strip().lower() for n in messaging_tools}
+    )
+    return _send_text((tool_name or "").strip().lower(), args, names)
+
+
+def _send_text(name: str, args: Any, messaging_tools: AbstractSet[str]) -> str | None:
+    """``messaging_send_text`` for a normalized name against normalized tool names."""
+    if name not in messaging_tools or not isinstance(args, Mapping):
         return None
     if name == "message":
         action = args.get("action")
@@ -77,7 +87,8 @@ class MessagingToolTracker:
 
     def tool_started(self, tool_call_id: str, tool_name: str, args: Any) -> None:
         """A tool call began: remember its text if it is a messaging send."""
-        text = messaging_send_text(tool_name, args, messaging_tools=self.messaging_tools)
+        # the tracker's names are normalized once, not per tool call
+        text = _send_text((tool_name or "").strip().lower(), args, self.messaging_tools)
         if text is not None:
             if self._pending is None:
                 self._pending = {}

@@ -39,11 +39,17 @@ from ..context import (
 from ..context.engine import AfterTurnParams, AssembleParams
 from ..context.lifecycle import finish_turn
 from ..events import (
+    AgentEnd,
+    AgentStart,
     Event,
     MessageEnd,
+    MessageStart,
+    MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
+    ToolExecutionUpdate,
     TurnEnd,
+    TurnStart,
 )
 from ..llm import Model, StreamFn, StreamOptions, ThinkingLevel
 from ..messages import (
@@ -125,10 +131,11 @@ def collect_attempt_facts(messages: Sequence[Any]) -> AttemptFacts:
         if isinstance(message, AssistantMessage):
             assistant = message
             usages.append(message.usage)
-            if message.content and any(
-                not (isinstance(b, TextContent) and not b.text) for b in message.content
-            ):
-                started = True
+            if not started:  # a loop, not ``any`` over a generator (once per message)
+                for block in message.content:
+                    if not (isinstance(block, TextContent) and not block.text):
+                        started = True
+                        break
             if message.error_output_started or message.usage.output > 0:
                 started = True
             if message.stop_reason not in ("error", "aborted"):
@@ -558,7 +565,9 @@ class _AttemptTurn:
     async def emit(self, event: Event) -> None:
         spec, outcome = self.spec, self.outcome
         spec.heartbeat()
-        if isinstance(event, MessageEnd):
+        if type(event) in _NOTHING_TO_RECORD:  # by exact type: a subclass is still checked
+            pass
+        elif isinstance(event, MessageEnd):
             entry_id = await self.session.append_message(event.message)
             outcome.entry_ids[id(event.message)] = entry_id
             if outcome.prompt_message is not None and event.message is outcome.prompt_message:
@@ -598,6 +607,13 @@ class _AttemptTurn:
             signal=self.controller.signal,
             on_failure="close",
         )
+
+
+#: Event classes that are none of ``MessageEnd``, ``TurnEnd``, ``ToolExecutionStart``,
+#: ``ToolExecutionEnd``: the attempt records nothing for them (half of a tool call's events).
+_NOTHING_TO_RECORD: frozenset[type] = frozenset(
+    {AgentStart, AgentEnd, TurnStart, MessageStart, MessageUpdate, ToolExecutionUpdate}
+)
 
 
 def _time_out(seconds: float, controller: AbortController, state: _AttemptState) -> None:

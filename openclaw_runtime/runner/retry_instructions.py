@@ -114,17 +114,13 @@ def attempt_had_potential_side_effects(
 ) -> bool:
     """OpenClaw's replay metadata: any mutating or async tool call, a sent message, an
     accepted sub-agent spawn or a created cron job means the attempt is not replay-safe."""
-    return (
-        any(
-            (meta.mutating_action if meta.mutating_action is not None
-             else is_likely_mutating_tool_name(meta.tool_name))
-            or meta.async_started
-            for meta in tool_metas
-        )
-        or messaging_side_effect
-        or accepted_session_spawns > 0
-        or successful_cron_adds > 0
-    )  # fmt: skip
+    for meta in tool_metas:  # a loop, not ``any`` over a generator (once per tool call)
+        mutating = meta.mutating_action
+        if mutating is None:
+            mutating = is_likely_mutating_tool_name(meta.tool_name)
+        if mutating or meta.async_started:
+            return True
+    return messaging_side_effect or accepted_session_spawns > 0 or successful_cron_adds > 0
 
 
 def joined_assistant_texts(texts: Iterable[str]) -> str:

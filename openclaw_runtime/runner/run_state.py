@@ -193,7 +193,7 @@ class RunState:
         """To the caller's callback and the plugins' ``on_agent_event`` (when one of them
         wants its kind), followed by any plugin faults raised since the last event."""
         observer = self.reply_observer
-        if observer.observes(event.type):
+        if event.type in observer.observed_kinds:  # ``observer.observes(event.type)``
             await observer.observe(event)
         if event.type in self.wanted_kinds:
             await self._dispatch(event)

@@ -18,6 +18,8 @@ __all__ = [
 
 
 def _number(value: object) -> float:
+    if type(value) is int or type(value) is float:  # the usual case, answered the same
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return value

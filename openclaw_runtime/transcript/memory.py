@@ -140,10 +140,11 @@ class MemorySession(SessionRewriter):
             with stored.lock:
                 if stored.removed:
                     raise TranscriptError(f"session {self.session_id} was deleted")
-                if stored.state() == self._file_state:
+                lines = stored.lines
+                if (stored.generation, len(lines)) == self._file_state:  # ``state()``, inline
                     entry = self._new_entry(kind, payload, append_mode, parent)
-                    stored.lines.append(encode_record(entry))
-                    self._file_state = stored.state()
+                    lines.append(encode_record(entry))
+                    self._file_state = (stored.generation, len(lines))
                     break
             # another handle appended (or rewrote): join its entries, then append after them
             self._absorb(self._read_external_changes())

@@ -322,7 +322,10 @@ class SessionReader:
             unread.append(entry)
             message = entry["message"]
             if message.get("role") == "assistant":
-                model = ModelRef(str(message.get("provider")), str(message.get("model")))
+                provider, model_id = str(message.get("provider")), str(message.get("model"))
+                # the same model as before (every turn of a tool loop): the context stays
+                if model is None or model.provider != provider or model.model_id != model_id:
+                    model = ModelRef(provider, model_id)
         if model is not previous.model:
             previous = SessionContext(
                 previous.messages, previous.thinking_level, model, previous.active_tool_names
