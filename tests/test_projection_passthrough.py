@@ -117,3 +117,24 @@ def test_a_passed_through_message_is_memoized_like_a_projected_one() -> None:
     memo._last = None  # not the previous request: looked up one by one
     memo.project_all(list(reversed(messages)), 100, project, ToolResultMessage)
     assert project.seen == []
+
+
+class _Recording(ToolResultProjectionState):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Any] = []
+
+    def project(self, message: Any, *args: Any) -> Any:
+        self.seen.append(message)
+        return super().project(message, *args)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_projection_state_subclass_still_sees_every_message(seed: int) -> None:
+    rng = random.Random(seed)
+    messages = [_message(rng, i) for i in range(30)]
+    state = _Recording()
+    guard = ToolResultContextGuard(context_window_tokens=8_000, projection_state=state)
+    limit = guard.max_single_tool_result_chars
+    _same(guard._project_all(messages, limit), _reference(messages, limit), messages)
+    assert state.seen == messages

@@ -495,13 +495,15 @@ class ToolResultContextGuard:
 
     def _project_all(self, source: list[Any], limit: int) -> list[Any]:
         state = self.projection_state
+        # ``ToolResultProjectionState.project`` hands any other message to
+        # ``truncate_tool_result_to_chars``, which returns it as it is; a subclass given as
+        # ``projection_state`` sees every message, as before
+        changes = ToolResultMessage if type(state) is ToolResultProjectionState else object
         return self.memo.project_all(
             source,
             limit,
             lambda message: state.project(message, limit, truncate_tool_result_to_chars, _measure),
-            # ``state.project`` hands any other message to ``truncate_tool_result_to_chars``,
-            # which returns it as it is
-            ToolResultMessage,
+            changes,
         )
 
     def _precheck(
