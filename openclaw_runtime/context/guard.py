@@ -342,9 +342,16 @@ class ProjectionMemo:
         self._last: tuple[list[Any], list[Any], int] | None = None
 
     def project_all(
-        self, source: Sequence[Any], limit: int, project: Callable[[Any], Any]
+        self,
+        source: Sequence[Any],
+        limit: int,
+        project: Callable[[Any], Any],
+        changes: type | tuple[type, ...] = object,
     ) -> list[Any]:
-        """``[project(m) for m in source]``, reusing the projection of a message seen before."""
+        """``[project(m) for m in source]``, reusing the projection of a message seen before.
+
+        ``changes``: the only types ``project`` may change; any other message is its own
+        projection without a call (a first request after a restart meets thousands)."""
         last = self._last
         if last is not None and last[2] == limit and _starts_with(source, last[0]):
             return self._extend(source, limit, project, last)
@@ -355,6 +362,8 @@ class ProjectionMemo:
             hit = earlier.get(id(message))
             if hit is not None and hit[0] is message and hit[1] == limit:
                 projected = hit[2]
+            elif not isinstance(message, changes):
+                projected = message
             else:
                 projected = project(message)
             seen[id(message)] = (message, limit, projected)
@@ -485,10 +494,15 @@ class ToolResultContextGuard:
 
     def _project_all(self, source: list[Any], limit: int) -> list[Any]:
         state = self.projection_state
+        # ``ToolResultProjectionState.project`` hands any other message to
+        # ``truncate_tool_result_to_chars``, which returns it as it is; a subclass given as
+        # ``projection_state`` sees every message, as before
+        changes = ToolResultMessage if type(state) is ToolResultProjectionState else object
         return self.memo.project_all(
             source,
             limit,
             lambda message: state.project(message, limit, truncate_tool_result_to_chars, _measure),
+            changes,
         )
 
     def _precheck(

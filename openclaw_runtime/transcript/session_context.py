@@ -151,28 +151,38 @@ def build_session_context(
     model: ModelRef | None = None
     tools: list[str] | None = None
     compaction_index = -1
+    # one scan: the state markers, and the replayable entries after the latest compaction
+    # (a first turn after a restart walks a whole history here)
+    tail: list[Mapping[str, Any]] = []
     for index, entry in enumerate(entries):
         kind = entry.get("type")
-        if kind == "thinking_level_change":
+        if kind == "message":
+            tail.append(entry)
+            message = entry["message"]
+            if message.get("role") == "assistant":
+                model = ModelRef(str(message.get("provider")), str(message.get("model")))
+        elif kind == "custom_message" or kind == "branch_summary":
+            tail.append(entry)
+        elif kind == "thinking_level_change":
             thinking_level = entry.get("thinkingLevel") or thinking_level
         elif kind == "model_change":
             model = ModelRef(str(entry.get("provider")), str(entry.get("modelId")))
-        elif kind == "message" and entry["message"].get("role") == "assistant":
-            message = entry["message"]
-            model = ModelRef(str(message.get("provider")), str(message.get("model")))
         elif kind == "active_tools_change":
             names = entry.get("activeToolNames")
             tools = list(names) if isinstance(names, list) else tools
         elif kind == "compaction":
             compaction_index = index
+            tail = []
 
-    def convert(entry: Mapping[str, Any]) -> Any:
-        if message_of is not None:
-            return message_of(entry)
-        return entry_message(entry, materialize=materialize)
+    convert: Callable[[Mapping[str, Any]], Any]
+    if message_of is not None:
+        convert = message_of
+    elif materialize:
+        convert = entry_message
+    else:
+        convert = _wire_message
 
     messages: list[Any] = []
-    replayable = ("message", "custom_message", "branch_summary")
     if compaction_index >= 0:
         compaction = entries[compaction_index]
         messages.append(convert(compaction))
@@ -181,12 +191,14 @@ def build_session_context(
         for entry in entries[:compaction_index]:
             if entry.get("id") == first_kept:
                 keeping = True
-            if keeping and entry.get("type") in replayable:
+            if keeping and entry.get("type") in _REPLAYABLE:
                 messages.append(convert(entry))
-        tail = entries[compaction_index + 1 :]
-    else:
-        tail = entries
-    for entry in tail:
-        if entry.get("type") in replayable:
-            messages.append(convert(entry))
+    messages.extend(map(convert, tail))
     return SessionContext([m for m in messages if m is not None], thinking_level, model, tools)
+
+
+_REPLAYABLE = ("message", "custom_message", "branch_summary")
+
+
+def _wire_message(entry: Mapping[str, Any]) -> Any:
+    return entry_message(entry, materialize=False)
