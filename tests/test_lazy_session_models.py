@@ -3,9 +3,9 @@
 An append joins the entry to the session's cached context without making the session's model
 of its message (``SessionReader._record``); the next read of the context makes the models of
 everything appended since, in order (``_materialize``), and later reads hand out the same
-objects. A run's end reads its own messages through ``RunEntryModels``: every entry parsed
-once per run, never the session's models, so a run whose session is not read again makes one
-model per message instead of two. A run with no ``before_agent_finalize`` plugin does not
+objects. A run's end reads its own messages' wire dicts for its payloads and facts, and
+``RunResult.messages`` parses them (never the session's models) when first read, so a run
+whose session and result messages are not read makes no model of its messages. A run with no ``before_agent_finalize`` plugin does not
 gather the session's messages for it. Each table compares the lazy path with the context
 built from scratch (every message parsed again).
 """
@@ -186,8 +186,11 @@ async def test_a_run_parses_each_message_once_and_not_the_sessions(
     try:
         result = await runtime.run("read them", session_id="lazy", tools=[read])
         assert result.ok and result.text == "all read"
+        # the payloads and facts read the entries' wire dicts: nothing parsed at the end
+        assert run_parses.calls == 0
         assert len(result.messages) == 8
-        assert run_parses.calls == 8  # payloads, facts and the result: one parse each
+        assert run_parses.calls == 8  # the result's messages, made when first read
+        assert result.messages is result.messages and run_parses.calls == 8
         # the session made its models only for the judge (which reads its context)
         assert session_parses.calls == (8 if judged else 0)
         session = await runtime.checkout_session("lazy", cwd=str(tmp_path))

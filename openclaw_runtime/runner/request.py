@@ -199,3 +199,50 @@ class RunResult:
             "durationMs": round(self.duration_ms, 3),
             "faults": [fault.to_dict() for fault in self.faults],
         }
+
+
+class _Deferred:
+    """What a ``RunResult``'s ``messages`` slot holds until the list is first read."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], list[Any]]) -> None:
+        self.make = make
+
+
+class _MessagesSlot:
+    """``RunResult.messages``: the dataclass's slot, whose list may be made on first read.
+
+    The run's end does not parse its messages for a caller that never reads them
+    (``defer_messages``); the first read makes the list and stores it in the slot, so every
+    later read, ``==``, ``repr``, ``dataclasses.asdict``/``replace``, copying and pickling
+    see the same list object a plain field would hold."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
+
+    def __get__(self, obj: RunResult | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = self._slot.__get__(obj, owner)
+        if type(value) is _Deferred:
+            value = value.make()
+            self._slot.__set__(obj, value)
+        return value
+
+    def __set__(self, obj: RunResult, value: list[Any]) -> None:
+        self._slot.__set__(obj, value)
+
+    def __delete__(self, obj: RunResult) -> None:
+        self._slot.__delete__(obj)
+
+
+setattr(RunResult, "messages", _MessagesSlot(RunResult.__dict__["messages"]))  # noqa: B010
+
+
+def defer_messages(result: RunResult, make: Callable[[], list[Any]]) -> RunResult:
+    """``result`` with its ``messages`` made by ``make()`` when first read (the run's end)."""
+    RunResult.__dict__["messages"].__set__(result, _Deferred(make))
+    return result

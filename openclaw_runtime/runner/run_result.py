@@ -38,8 +38,9 @@ from .outcome import (
 from .payloads import build_embedded_run_payloads
 from .reply_payload import ReplyPayload
 from .reply_stream import verbose_mode_for, verbose_tool_metas
-from .request import RunErrorInfo, RunResult
+from .request import RunErrorInfo, RunResult, defer_messages
 from .run_error import INCOMPLETE_TURN_ERROR_KIND, describe_unfinished_turn, failed_run_error
+from .run_models import deferred_messages
 from .run_state import RunState
 from .timeout_phase import run_timeout_fields
 
@@ -139,16 +140,18 @@ def _same_payload_key(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
 def _build_success_payloads(
     run: RunState, result: CandidateResult, sent: tuple[str, ...]
 ) -> list[ReplyPayload]:
-    messages = run.run_messages()
     facts = run.run_facts()
     verbose = verbose_mode_for(run.request, run.config.agent.reply)
-    metas = verbose_tool_metas(messages, verbose) if verbose != "off" else facts.tool_metas
+    metas = (
+        verbose_tool_metas(run.run_messages(), verbose) if verbose != "off" else facts.tool_metas
+    )
     payloads = build_embedded_run_payloads(
         assistant_texts=list(facts.assistant_texts),
         tool_metas=list(metas),
         verbose_level=verbose,
         inline_tool_results_allowed=verbose != "off",
-        last_assistant=facts.assistant,
+        # read only without a current one (``current_assistant or ...``): not parsed then
+        last_assistant=facts.assistant if result.assistant is None else None,
         current_assistant=result.assistant,
         last_tool_error=facts.last_tool_error,
         session_key=run.session_key or "",
@@ -322,7 +325,7 @@ def final_result(
             cause=describe_unfinished_turn(facts.last_tool_error, facts.assistant),
         )
     session = run.session
-    return RunResult(
+    result = RunResult(
         run_id=run.run_id,
         session_id=run.session_id,
         session_key=run.session_key,
@@ -335,10 +338,11 @@ def final_result(
         auth_profile_id=auth_profile_id,
         attempts=run.total_attempts,
         compactions=run.total_compactions,
-        messages=run.run_messages(private=True),
+        messages=[],  # made from the entries when first read (``defer_messages``)
         error=error,
         failure_signal=failure_signal,
         liveness_state=outcome.liveness_state,
         duration_ms=(time.perf_counter() - run.perf_start) * 1000,
         faults=run.faults,  # the run's own list: faults while run_end is observed count
     )
+    return defer_messages(result, deferred_messages(run.run_entries()))

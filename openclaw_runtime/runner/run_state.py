@@ -29,7 +29,7 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
 from ..redaction import package_logger, redact_event
-from .attempt import AttemptFacts, AttemptOutcome, collect_attempt_facts
+from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
 from .compaction_lifecycle import (
@@ -49,7 +49,7 @@ from .events import (
 from .live_follow import follow_successor, live_inbox_of
 from .reply_stream import reply_observer_for
 from .request import RunRequest
-from .run_models import RunEntryModels
+from .run_models import RunEntryModels, RunFacts, messages_of, run_facts_of
 from .run_usage import UsageAccumulator
 from .session_ops import (
     compact_with_engine,
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_RESERVE_TOKENS", "RunEventCallback", "RunState"]
 
-#: ``RunState.run_messages``' memo: (what they were read from, the messages, their facts)
-_MessagesMemo = tuple[tuple[Any, ...], list[Any], "AttemptFacts | None"]
+#: ``RunState.run_messages``' memo: (what they were read from, the entries, their facts)
+_MessagesMemo = tuple[tuple[Any, ...], list[dict[str, Any]], "RunFacts | None"]
 
 logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
 
@@ -148,7 +148,7 @@ class RunState:
         self._reporting = False
         #: ``run_result.success_payloads``' last answer and what it was built from
         self.payload_memo: tuple[tuple[Any, ...], list[Any]] | None = None
-        #: ``run_messages``' last answer: (key, messages, their facts or None)
+        #: ``run_messages``' last entries: (key, entries, their facts or None)
         self.run_messages_memo: _MessagesMemo | None = None
         #: the run's own models of its entries (``run_messages``), parsed once per entry
         self.entry_models = RunEntryModels()
@@ -488,36 +488,38 @@ class RunState:
         )
         return outcome.truncated
 
-    def run_messages(self, *, private: bool = False) -> list[Any]:
+    def run_messages(self) -> list[Any]:
         """This run's messages still on the active branch (failed turns set aside excluded).
 
         Every read hands out the run's own models (``RunEntryModels``: parsed from the
         entries once per run, never the session's: the session's models are its history, and
-        a caller editing a result's message must not change the next request). ``private``:
-        for the caller's ``RunResult``, read afresh from the branch (no memo).
+        a caller editing a result's message must not change the next request); every caller
+        gets its own list."""
+        return messages_of(self._remembered()[1], self.entry_models.message_of)
 
-        Asked more than once as a run ends (the payloads, the result's facts): the
-        list is remembered (``run_messages_memo``) under what it is read from — the session,
-        its leaf, the run's entry set and its size, the leaf the run started at — and read
-        again only when one of those changed; every caller gets its own copy."""
-        if private:
-            return self._read_run_messages()
+    def run_facts(self) -> RunFacts:
+        """What the run's messages say (``run_models.run_facts_of``: read from the entries'
+        wire dicts, the last assistant message parsed only when asked for), remembered."""
+        memo = self._remembered()
+        if memo[2] is None:
+            memo = self.run_messages_memo = (
+                memo[0],
+                memo[1],
+                run_facts_of(memo[1], self.entry_models),
+            )
+        assert memo[2] is not None
+        return memo[2]
+
+    def _remembered(self) -> _MessagesMemo:
+        """The run's message entries, remembered (``run_messages_memo``) under what they are
+        read from — the session, its leaf, the run's entry set and its size, the leaf the run
+        started at — and read again only when one of those changed (asked more than once as a
+        run ends: the payloads, the result's facts)."""
         memo = self.run_messages_memo
         key = self._run_messages_key()
         if memo is None or not _same_key(memo[0], key):
-            messages = self._read_run_messages()
-            memo = self.run_messages_memo = (key, messages, None)
-        return list(memo[1])
-
-    def run_facts(self) -> AttemptFacts:
-        """``collect_attempt_facts(self.run_messages())``, remembered with the messages."""
-        messages = self.run_messages()
-        memo = self.run_messages_memo
-        assert memo is not None
-        if memo[2] is None:
-            memo = self.run_messages_memo = (memo[0], memo[1], collect_attempt_facts(messages))
-        assert memo[2] is not None
-        return memo[2]
+            memo = self.run_messages_memo = (key, self.run_entries(), None)
+        return memo
 
     def _run_messages_key(self) -> tuple[Any, ...]:
         session = self.session
@@ -529,7 +531,8 @@ class RunState:
             self.start_leaf_id,
         )
 
-    def _read_run_messages(self) -> list[Any]:
+    def run_entries(self) -> list[dict[str, Any]]:
+        """This run's ``message`` entries still on the active branch, in order (not parsed)."""
         session = self.session
         if session is None:
             return []
@@ -546,13 +549,15 @@ class RunState:
             if entry.get("id") in wanted:
                 remaining -= 1
                 if entry.get("type") == "message":
-                    message = self.entry_models.message_of(entry)
-                    if message is not None:
-                        out.append(message)
+                    out.append(entry)
             elif entry.get("id") == self.start_leaf_id:
                 break
         out.reverse()
         return out
+
+    def _read_run_messages(self) -> list[Any]:
+        """The run's messages read afresh from the branch (no memo)."""
+        return messages_of(self.run_entries(), self.entry_models.message_of)
 
 
 def _same_key(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
