@@ -158,3 +158,50 @@ def test_wanted_kinds_equal_the_old_union(seed: int) -> None:
 
 def test_no_listener_shares_one_empty_set() -> None:
     assert wanted_event_kinds(()) is wanted_event_kinds([]) is NO_EVENT_KINDS
+
+
+async def test_every_agent_event_is_preceded_by_the_runs_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempt beats the run's lanes at every event of the loop, then hands the event
+    to the run, as when it held the two bound methods."""
+    log: list[str] = []
+    beat, emit = RunState.heartbeat, RunState.emit
+
+    def counting_beat(self: RunState) -> None:
+        log.append("beat")
+        beat(self)
+
+    async def logging_emit(self: RunState, event: Any) -> None:
+        log.append(type(event).__name__)
+        await emit(self, event)
+
+    monkeypatch.setattr(RunState, "heartbeat", counting_beat)
+    monkeypatch.setattr(RunState, "emit", logging_emit)
+
+    def stream(model: Any, context: Any, options: Any) -> Any:
+        async def events() -> Any:
+            yield Done(
+                "stop",
+                AssistantMessage(
+                    api=model.api,
+                    provider=model.provider,
+                    model=model.id,
+                    content=[TextContent(text="ok")],
+                    stop_reason="stop",
+                ),
+            )
+
+        return AssistantMessageEventStream(events())
+
+    runtime = _runtime(tmp_path, stream)
+    seen: list[str] = []
+    result = await runtime.run(
+        "hi", session_id="s1", model="bench/m1", on_event=lambda e: seen.append(type(e).__name__)
+    )
+    assert result.ok
+    agent_events = {"AgentStart", "TurnStart", "MessageStart", "MessageEnd", "TurnEnd"}
+    assert agent_events <= set(log)
+    for index, name in enumerate(log):
+        if name in agent_events:
+            assert log[index - 1] == "beat", (index, log)
