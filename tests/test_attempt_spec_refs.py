@@ -52,6 +52,18 @@ def _runtime(tmp_path: Path, stream_fn: Any) -> Runtime:
     return Runtime(config, plugins=[("p", Provider())], load_entrypoints=False, env={}, memory=True)
 
 
+def _answer(model: Any) -> Done:
+    """The model's whole answer: one text block, "ok"."""
+    message = AssistantMessage(
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        content=[TextContent(text="ok")],
+        stop_reason="stop",
+    )
+    return Done("stop", message)
+
+
 async def test_the_spec_holds_the_run_and_the_loop_not_their_bound_methods(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,16 +82,7 @@ async def test_the_spec_holds_the_run_and_the_loop_not_their_bound_methods(
         async def events() -> Any:
             waiting.set()
             await gate.wait()
-            yield Done(
-                "stop",
-                AssistantMessage(
-                    api=model.api,
-                    provider=model.provider,
-                    model=model.id,
-                    content=[TextContent(text="ok")],
-                    stop_reason="stop",
-                ),
-            )
+            yield _answer(model)
 
         return AssistantMessageEventStream(events())
 
@@ -181,16 +184,7 @@ async def test_every_agent_event_is_preceded_by_the_runs_heartbeat(
 
     def stream(model: Any, context: Any, options: Any) -> Any:
         async def events() -> Any:
-            yield Done(
-                "stop",
-                AssistantMessage(
-                    api=model.api,
-                    provider=model.provider,
-                    model=model.id,
-                    content=[TextContent(text="ok")],
-                    stop_reason="stop",
-                ),
-            )
+            yield _answer(model)
 
         return AssistantMessageEventStream(events())
 
