@@ -18,7 +18,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -168,9 +168,25 @@ def collect_attempt_facts(messages: Sequence[Any]) -> AttemptFacts:
 #: the facts of no messages (frozen: one for every attempt that has none yet)
 _NO_FACTS = collect_attempt_facts(())
 
-Compactor = Callable[[str, int | None], Awaitable[bool]]
-Truncator = Callable[[], Awaitable[int]]
-Emit = Callable[[Event], Awaitable[None]]
+
+class AttemptRun(Protocol):
+    """What an attempt calls back on its run (``RunState``). The spec keeps the run, not its
+    bound methods: each is looked up at the call, so none is held while the attempt waits."""
+
+    async def emit(self, event: Event) -> None: ...
+
+    def heartbeat(self) -> None: ...
+
+    def current_session(self) -> Session: ...
+
+
+class AttemptRecovery(Protocol):
+    """The attempt's compaction and truncation (the attempt loop's, at its window and model);
+    kept as the object for the same reason as ``AttemptRun``."""
+
+    async def attempt_compact(self, trigger: str, tokens: int | None) -> bool: ...
+
+    async def attempt_truncate(self) -> int: ...
 
 
 @dataclass
@@ -195,10 +211,11 @@ class AttemptSpec:
     sanitizers: Sequence[Any]
     validate_turns: Callable[[list[Any], TranscriptPolicy], list[Any] | None]
     on_sanitizer_error: Callable[[str, str | None, BaseException], None]
-    emit: Emit
-    heartbeat: Callable[[], None]
-    compact: Compactor
-    truncate: Truncator
+    #: ``emit``, ``heartbeat`` and ``current_session`` (the run's session now: a compaction
+    #: may move the run to the engine's successor)
+    run: AttemptRun
+    #: ``attempt_compact`` and ``attempt_truncate``
+    recovery: AttemptRecovery
     run_signal: AbortSignal | None = None
     timeout_s: float | None = None
     idle_timeout_s: float | None = None
@@ -211,8 +228,6 @@ class AttemptSpec:
     #: text deltas of one network read may arrive merged (off while block replies are cut
     #: from the streaming text: where the chunker cuts depends on the delta boundaries)
     coalesce_deltas: bool = True
-    #: the run's session now (a compaction may move the run to the engine's successor)
-    current_session: Callable[[], Session] | None = None
     #: the live run's queues (``LiveRunHandle``): drained at turn boundaries / when it would end
     get_steering_messages: Callable[[], Awaitable[list[Any]]] | None = None
     get_follow_up_messages: Callable[[], Awaitable[list[Any]]] | None = None
@@ -276,11 +291,13 @@ async def _prepare_messages(spec: AttemptSpec, outcome: AttemptOutcome) -> list[
     if decision.route == "fits":
         return messages
     if decision.route in ("compact_only", "compact_then_truncate"):
-        compacted = await spec.compact("preemptive", decision.estimated_prompt_tokens)
+        compacted = await spec.recovery.attempt_compact(
+            "preemptive", decision.estimated_prompt_tokens
+        )
         if compacted:
             outcome.compactions += 1
     if decision.route in ("truncate_tool_results_only", "compact_then_truncate"):
-        await spec.truncate()
+        await spec.recovery.attempt_truncate()
     return session.build_session_context().messages
 
 
@@ -364,9 +381,9 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         outcome.duration_ms = (time.perf_counter() - started) * 1000
         return outcome
     messages = await _prepare_messages(spec, outcome)
-    if spec.current_session is not None and spec.current_session() is not session:
+    if spec.run.current_session() is not session:
         # the pre-prompt compaction continued the conversation in a successor session
-        session = spec.current_session()
+        session = spec.run.current_session()
         spec = dataclasses.replace(spec, session=session, session_id=session.session_id)
         messages = session.build_session_context().messages
 
@@ -564,7 +581,7 @@ class _AttemptTurn:
 
     async def emit(self, event: Event) -> None:
         spec, outcome = self.spec, self.outcome
-        spec.heartbeat()
+        spec.run.heartbeat()
         if type(event) in _NOTHING_TO_RECORD:  # by exact type: a subclass is still checked
             pass
         elif isinstance(event, MessageEnd):
@@ -578,7 +595,7 @@ class _AttemptTurn:
             self.state.active_tools += 1
         elif isinstance(event, ToolExecutionEnd):
             self.state.active_tools = max(0, self.state.active_tools - 1)
-        await spec.emit(event)
+        await spec.run.emit(event)
 
     async def turn(
         self, context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn

@@ -159,10 +159,8 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 sanitizers=self.sanitizers,
                 validate_turns=run.validate_turns,
                 on_sanitizer_error=run.sanitizer_fault,
-                emit=run.emit,
-                heartbeat=run.heartbeat,
-                compact=self._compact,  # bound methods: no partial held per run
-                truncate=self._truncate,
+                run=run,  # the objects, not bound methods held per attempt (``AttemptRun``)
+                recovery=self,
                 run_signal=request.abort_signal,
                 timeout_s=run.timeout_s,
                 idle_timeout_s=run.idle_timeout_s,
@@ -171,18 +169,17 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 max_tokens=self.max_tokens,
                 enforce_final_tag=run.config.agent.reply.enforce_final_tag,
                 coalesce_deltas=run.reply_observer.chunker is None,  # no block replies cut
-                current_session=run.current_session,
                 get_steering_messages=None if live is None else live.drain_steering,
                 get_follow_up_messages=None if live is None else live.drain_follow_ups,
             )
         )
 
-    async def _compact(self, trigger: str, tokens: int | None) -> bool:
+    async def attempt_compact(self, trigger: str, tokens: int | None) -> bool:
         """The attempt's ``compact``: the run's, at this candidate's window and model (the
         window changes only between attempts, never while one runs)."""
         return await self.run.compact_bool(trigger, tokens, window=self.window, model=self.model)
 
-    async def _truncate(self) -> int:
+    async def attempt_truncate(self) -> int:
         """The attempt's ``truncate``: the run's, at this candidate's window."""
         return await self.run.truncate(self.window)
 

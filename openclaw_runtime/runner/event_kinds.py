@@ -22,7 +22,13 @@ from typing import Any
 from ..events import Event
 from .run_options import with_closest_name
 
-__all__ = ["ALL_EVENT_KINDS", "EventKinds", "declared_event_kinds", "wanted_event_kinds"]
+__all__ = [
+    "ALL_EVENT_KINDS",
+    "NO_EVENT_KINDS",
+    "EventKinds",
+    "declared_event_kinds",
+    "wanted_event_kinds",
+]
 
 
 class _AllKinds(frozenset[str]):
@@ -41,6 +47,8 @@ class _AllKinds(frozenset[str]):
 ALL_EVENT_KINDS: frozenset[str] = _AllKinds()
 
 EventKinds = frozenset[str]
+#: what a run with no listener wants (shared: a frozenset is never changed)
+NO_EVENT_KINDS: EventKinds = frozenset()
 
 
 def _known_kinds() -> set[str]:
@@ -88,4 +96,5 @@ def wanted_event_kinds(listeners: Iterable[Any]) -> EventKinds:
         if isinstance(kinds, _AllKinds):
             return ALL_EVENT_KINDS
         wanted |= kinds
-    return frozenset(wanted)
+    # nobody listening (most runs): one shared empty set, not a new one held per run
+    return frozenset(wanted) if wanted else NO_EVENT_KINDS
