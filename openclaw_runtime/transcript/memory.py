@@ -35,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from anyio.lowlevel import checkpoint_if_cancelled
+
 from .._exceptions import TranscriptError
 from .entries import iso_timestamp, make_header
 from .jsonl import encode_record, parse_session_bytes
@@ -132,9 +134,38 @@ class MemorySession(SessionRewriter):
             self._absorb(self._read_external_changes())
         return True
 
+    async def _append(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None = None,
+        *,
+        parent: str | None = "append",
+    ) -> str:
+        """``SessionWriter._append`` without taking the write lock when nobody holds it.
+
+        The append's body never suspends, so when the lock is free it cannot be taken by
+        anyone else before the body is done: the lock's fast path without the lock (the same
+        checks in the same order, the same cancellation check). When another task holds it
+        (a rewrite or a refresh), the append waits for it as before."""
+        if self.closed:
+            raise TranscriptError(f"session {self.path.name} is closed")
+        if append_mode not in (None, "side"):
+            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
+        await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
+        if self._write_lock.locked() or self.durability == "none":
+            return await super()._append(kind, payload, append_mode, parent=parent)
+        return self._append_now(kind, payload, append_mode, parent)
+
     async def _append_durably(
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
     ) -> str:
+        return self._append_now(kind, payload, append_mode, parent)
+
+    def _append_now(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        """Publish one entry (nobody else is inside the write lock's section meanwhile)."""
         stored = self._stored
         while True:
             with stored.lock:
