@@ -478,3 +478,36 @@ def test_prompt_fits_budget_agrees_with_the_routing_decision(budget, size):
         messages, context_token_budget=budget, reserve_tokens=400, system_prompt="sys"
     )
     assert fits == (decision.route == "fits")
+
+
+@pytest.mark.anyio
+async def test_guard_reads_the_inner_list_without_keeping_it():
+    """The inner transform's list (or tuple) is read, not copied: the guard's answer is a list
+    of its own, the inner list is left as it was, and a later change to the inner list does
+    not change what the next request projects."""
+    kept: list[list[object]] = []
+
+    def inner(messages, signal):
+        out = [*messages]
+        kept.append(out)
+        return out if len(kept) % 2 else tuple(out)
+
+    target = Target(inner)
+    guard = install_tool_result_context_guard(target, context_window_tokens=8_192)
+    history: list[object] = [USER]
+    answers = []
+    for n in range(6):
+        call = AssistantMessage(
+            content=[ToolCall(id=f"c{n}", name="read", arguments={})], stop_reason="toolUse"
+        )
+        history = [*history, call, tool_result("w" * (20_000 if n % 2 else 10))]
+        out = await target.transform_context(history, None)
+        assert out is not kept[-1] and isinstance(out, list)
+        assert len(kept[-1]) == len(history) and all(map(lambda a, b: a is b, kept[-1], history))
+        kept[-1].clear()  # the inner transform reuses its list: the guard must not care
+        answers.append(list(out))
+        assert out[0] is USER and len(out) == len(history)
+        assert all(estimate_tool_result_context_chars(m) <= 8_192 for m in out[2::2])
+    for answer, n in zip(answers, range(6), strict=True):
+        assert len(answer) == 3 + 2 * n
+    guard.uninstall()

@@ -284,3 +284,33 @@ def test_tool_loop_boundary_needs_a_clean_loop() -> None:
     found = find_tool_loop_boundary(odd, 0)
     assert found is not None and found.index == 3
     assert find_tool_loop_boundary(loop, 1) is None  # not a user message
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tool_loop_cache_grows_in_place_and_shares_nothing(seed: int) -> None:
+    """The clean-tail path grows the loop cache in place: it must hold exactly the history up
+    to its boundary (the same objects) and the pipeline's output for it, in lists of its own,
+    and never change a list it returned earlier."""
+    policy = POLICIES["anthropic"]
+    history = ToolLoopHistory(seed)
+    history.user()
+    incremental = IncrementalSanitizer()
+    returned: list[tuple[list[Any], list[Any]]] = []
+    for _ in range(25):
+        history.step()
+        messages = list(history.messages)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected)
+        returned.append((got, list(got)))
+        loop = incremental._loop
+        if loop is None:
+            continue
+        index = loop.boundary.index
+        assert loop.inputs is not messages and loop.outputs is not got
+        assert len(loop.inputs) == index
+        assert all(a is b for a, b in zip(loop.inputs, messages[:index], strict=True))
+        assert all(a is b for a, b in zip(loop.outputs, got, strict=False))
+        assert dumped(loop.outputs) == dumped(expected[: len(loop.outputs)])
+    for got, snapshot in returned:
+        assert len(got) == len(snapshot) and all(map(lambda a, b: a is b, got, snapshot))

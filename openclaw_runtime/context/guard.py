@@ -483,7 +483,10 @@ class ToolResultContextGuard:
             # a list is never awaitable: no ABC check for the usual answer
             if type(transformed) is not list and inspect.isawaitable(transformed):
                 transformed = await transformed
-            if isinstance(transformed, list | tuple):
+            if type(transformed) is list:
+                # read only, never kept (the memo keeps its own copy): no copy of the history
+                source = transformed
+            elif isinstance(transformed, list | tuple):
                 source = list(transformed)
         limit = self.max_single_tool_result_chars
         context_messages = self._project_all(source, limit)

@@ -502,8 +502,12 @@ class IncrementalSanitizer:
         for message in messages[start:index]:
             loop.ids.update(facts[id(message)][1].ids)
         loop.boundary = ToolLoopBoundary(index, loop.boundary.user, loop.boundary.context_end)
-        loop.outputs = out[: len(loop.outputs) + tail.last_group]
-        loop.inputs = list(messages[:index])
+        # grown in place, not copied again (``run`` checked ``messages`` starts with
+        # ``loop.inputs`` and ``out`` with ``loop.outputs``): the cost of a call stays that of
+        # its new messages, not of the whole loop
+        kept = len(loop.outputs)
+        loop.outputs.extend(out[kept : kept + tail.last_group])
+        loop.inputs.extend(messages[start:index])
 
     def _advance_loop(self, messages: Sequence[Any], out: list[Any], loop: _LoopCache) -> None:
         """Move the tool-loop cache to the latest stable entry."""
