@@ -170,10 +170,7 @@ class SessionWriter(SessionReader):
         *,
         parent: str | None = "append",
     ) -> str:
-        if self.closed:
-            raise TranscriptError(f"session {self.path.name} is closed")
-        if append_mode not in (None, "side"):
-            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
+        self._refuse_bad_append(append_mode)
         async with self._write_lock:
             if self.durability == "none":
                 entry = self._new_entry(kind, payload, append_mode, parent)
@@ -181,6 +178,13 @@ class SessionWriter(SessionReader):
                 self._record([entry])
                 return str(entry["id"])
             return await self._append_durably(kind, payload, append_mode, parent)
+
+    def _refuse_bad_append(self, append_mode: str | None) -> None:
+        """What every append checks first: the session is open and ``append_mode`` is known."""
+        if self.closed:
+            raise TranscriptError(f"session {self.path.name} is closed")
+        if append_mode not in (None, "side"):
+            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
 
     async def _append_durably(
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None

@@ -148,10 +148,7 @@ class MemorySession(SessionRewriter):
         anyone else before the body is done: the lock's fast path without the lock (the same
         checks in the same order, the same cancellation check). When another task holds it
         (a rewrite or a refresh), the append waits for it as before."""
-        if self.closed:
-            raise TranscriptError(f"session {self.path.name} is closed")
-        if append_mode not in (None, "side"):
-            raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
+        self._refuse_bad_append(append_mode)
         await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
         if self._write_lock.locked() or self.durability == "none":
             return await super()._append(kind, payload, append_mode, parent=parent)
