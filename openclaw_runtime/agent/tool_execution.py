@@ -330,10 +330,25 @@ async def execute_tool_calls(
                 break
             if batch.aborted:
                 break
-    run_batch = _sequential if sequential else _parallel
+    # one call: both ways run the same steps in the same order (``_one``)
+    run_batch = _one if len(calls) == 1 else _sequential if sequential else _parallel
     finalized, messages = await run_batch(batch, calls)
     terminate = bool(finalized) and all(done.result.terminate is True for done in finalized)
     return ToolBatchResult(messages, terminate)
+
+
+async def _one(
+    batch: _Batch, calls: list[ToolCall]
+) -> tuple[list[_Finalized], list[ToolResultMessage]]:
+    """A batch of a single call (most of a tool loop's): what ``_sequential`` and
+    ``_parallel`` both do with one call — start, prepare, run, end, result — without their
+    lists, closure and comprehensions."""
+    (call,) = calls
+    await batch.start_event(call)
+    prepared = await batch.prepare(call)
+    done = prepared if isinstance(prepared, _Finalized) else await batch.run(prepared)
+    await batch.end_event(done)
+    return [done], [await batch.result_message(done)]
 
 
 async def _sequential(
