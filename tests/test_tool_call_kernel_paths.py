@@ -1,10 +1,11 @@
 """The kernel's per-tool-call shortcuts (tool6), each against the code path it stands for.
 
 * A batch of one tool call runs through ``_one``: the same steps in the same order as
-  ``_sequential`` and ``_parallel`` take with one call, without their lists and closure. Every
-  scenario runs three times — through ``_one``, and with ``_one`` replaced by each general
-  path — and must give the same events (in order, every field), the same callback calls
-  interleaved with them, the same result messages and the same ``terminate``.
+  ``_sequential`` and ``_parallel`` take with one call, without their lists and closure, and
+  without the mode check's loop. Every scenario runs through ``execute_tool_calls`` and
+  through its previous body (kept here verbatim) and must give the same events (in order,
+  every field), the same callback calls interleaved with them, the same result messages and
+  the same ``terminate``.
 * The loop reads the signal at its abort boundaries before awaiting ``stop_if_aborted``: an
   abort fired just before each boundary stops the run exactly there.
 """
@@ -81,7 +82,7 @@ def _scenario(seed: int) -> dict[str, Any]:
     }
 
 
-async def _run(case: dict[str, Any]) -> tuple[list[Any], Any]:
+async def _run(case: dict[str, Any], run: Any = execute_tool_calls) -> tuple[list[Any], Any]:
     log: list[Any] = []
     controller = AbortController()
     signal = controller.signal if case["with_signal"] else None
@@ -168,22 +169,47 @@ async def _run(case: dict[str, Any]) -> tuple[list[Any], Any]:
     async def emit(event: Any) -> None:
         log.append(("event", _plain(event)))
 
-    batch = await execute_tool_calls(context, message, config, signal, emit)
+    batch = await run(context, message, config, signal, emit)
     return log, (_plain(batch.messages), batch.terminate, [t.name for t in context.tools])
+
+
+async def _old_execute_tool_calls(
+    context: AgentContext,
+    message: AssistantMessage,
+    config: AgentLoopConfig,
+    signal: Any,
+    emit: Any,
+) -> Any:
+    """``execute_tool_calls`` before tool6, verbatim."""
+    batch = tool_execution._Batch(context, message, config, signal, emit)
+    calls = message.tool_calls()
+    sequential = config.tool_execution == "sequential"
+    if not sequential:
+        for call in calls:
+            resolution = await batch.resolve(call)
+            if resolution.tool is not None and resolution.tool.execution_mode == "sequential":
+                sequential = True
+                break
+            if batch.aborted:
+                break
+    run_batch = tool_execution._sequential if sequential else tool_execution._parallel
+    finalized, messages = await run_batch(batch, calls)
+    terminate = bool(finalized) and all(done.result.terminate is True for done in finalized)
+    return tool_execution.ToolBatchResult(messages, terminate)
 
 
 CASES = [_scenario(seed) for seed in range(160)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"seed{n}" for n in range(len(CASES))])
-async def test_one_call_batch_matches_both_general_paths(
+async def test_one_call_batch_matches_the_previous_code(
     case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fast = await _run(case)
+    assert await _run(case) == await _run(case, _old_execute_tool_calls)
     for general in (tool_execution._sequential, tool_execution._parallel):
-        with monkeypatch.context() as patch:
+        with monkeypatch.context() as patch:  # each general path with one call: the same
             patch.setattr(tool_execution, "_one", general)
-            assert await _run(case) == fast, general.__name__
+            assert await _run(case) == await _run(case, _old_execute_tool_calls), general
 
 
 async def test_every_outcome_and_lookup_is_covered() -> None:

@@ -321,6 +321,11 @@ async def execute_tool_calls(
     """Run the tool calls of ``message``; parallel unless configured or a tool says otherwise."""
     batch = _Batch(context, message, config, signal, emit)
     calls = message.tool_calls()
+    if len(calls) == 1:  # one call runs the same steps in either mode (``_one``)
+        if config.tool_execution != "sequential":
+            await batch.resolve(calls[0])  # what the mode check below does first
+        finalized, messages = await _one(batch, calls)
+        return ToolBatchResult(messages, finalized[0].result.terminate is True)
     sequential = config.tool_execution == "sequential"
     if not sequential:
         for call in calls:
@@ -330,8 +335,7 @@ async def execute_tool_calls(
                 break
             if batch.aborted:
                 break
-    # one call: both ways run the same steps in the same order (``_one``)
-    run_batch = _one if len(calls) == 1 else _sequential if sequential else _parallel
+    run_batch = _sequential if sequential else _parallel
     finalized, messages = await run_batch(batch, calls)
     terminate = bool(finalized) and all(done.result.terminate is True for done in finalized)
     return ToolBatchResult(messages, terminate)
