@@ -291,13 +291,13 @@ class _LoopRun:
             await self.close_after_failure(exc)
 
     async def run(self) -> None:
-        config = self.config
+        config, signal = self.config, self.signal
         first_turn = True
         pending = await self.poll(config.get_steering_messages)
         while True:
             more_tool_calls = True
             while more_tool_calls or pending:
-                if await self.stop_if_aborted():
+                if signal is not None and signal.aborted and await self.stop_if_aborted():
                     return
                 if first_turn:
                     first_turn = False
@@ -309,7 +309,7 @@ class _LoopRun:
                     self.context.messages.append(message)
                     self.new_messages.append(message)
                 pending = []
-                if await self.stop_if_aborted():
+                if signal is not None and signal.aborted and await self.stop_if_aborted():
                     return
 
                 message = await self.stream_assistant_response()
@@ -332,19 +332,19 @@ class _LoopRun:
                     self.context.messages.extend(tool_results)
                     self.new_messages.extend(tool_results)
                 await self.emit(TurnEnd(message, tool_results))
-                if await self.stop_if_aborted():
+                if signal is not None and signal.aborted and await self.stop_if_aborted():
                     return
 
                 turn = TurnContext(message, tool_results, self.context, self.new_messages)
                 await self.prepare_next_turn(turn)
-                if await self.stop_if_aborted():
+                if signal is not None and signal.aborted and await self.stop_if_aborted():
                     return
                 stop = self.config.should_stop_after_turn
                 if stop is not None and await maybe_await(stop(turn)):
                     await self.emit(AgentEnd(self.new_messages))
                     return
                 pending = await self.poll(self.config.get_steering_messages)
-                if await self.stop_if_aborted():
+                if signal is not None and signal.aborted and await self.stop_if_aborted():
                     return
 
             follow_ups = await self.poll(self.config.get_follow_up_messages)

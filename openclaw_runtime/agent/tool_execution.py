@@ -321,6 +321,11 @@ async def execute_tool_calls(
     """Run the tool calls of ``message``; parallel unless configured or a tool says otherwise."""
     batch = _Batch(context, message, config, signal, emit)
     calls = message.tool_calls()
+    if len(calls) == 1:  # one call runs the same steps in either mode (``_one``)
+        if config.tool_execution != "sequential":
+            await batch.resolve(calls[0])  # what the mode check below does first
+        finalized, messages = await _one(batch, calls)
+        return ToolBatchResult(messages, finalized[0].result.terminate is True)
     sequential = config.tool_execution == "sequential"
     if not sequential:
         for call in calls:
@@ -334,6 +339,20 @@ async def execute_tool_calls(
     finalized, messages = await run_batch(batch, calls)
     terminate = bool(finalized) and all(done.result.terminate is True for done in finalized)
     return ToolBatchResult(messages, terminate)
+
+
+async def _one(
+    batch: _Batch, calls: list[ToolCall]
+) -> tuple[list[_Finalized], list[ToolResultMessage]]:
+    """A batch of a single call (most of a tool loop's): what ``_sequential`` and
+    ``_parallel`` both do with one call — start, prepare, run, end, result — without their
+    lists, closure and comprehensions."""
+    (call,) = calls
+    await batch.start_event(call)
+    prepared = await batch.prepare(call)
+    done = prepared if isinstance(prepared, _Finalized) else await batch.run(prepared)
+    await batch.end_event(done)
+    return [done], [await batch.result_message(done)]
 
 
 async def _sequential(
