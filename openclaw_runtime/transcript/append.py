@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
@@ -171,12 +172,15 @@ class SessionWriter(SessionReader):
         parent: str | None = "append",
     ) -> str:
         self._refuse_bad_append(append_mode)
+        if self.durability == "none":
+            await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
+            if not self._write_lock.locked():
+                # a buffered append never suspends: a free write lock could not be taken by
+                # another task before it is done, so taking it would order nothing
+                return self._buffer(kind, payload, append_mode, parent)
         async with self._write_lock:
             if self.durability == "none":
-                entry = self._new_entry(kind, payload, append_mode, parent)
-                self._pending.append(encode_record(entry))
-                self._record([entry])
-                return str(entry["id"])
+                return self._buffer(kind, payload, append_mode, parent)
             return await self._append_durably(kind, payload, append_mode, parent)
 
     def _refuse_bad_append(self, append_mode: str | None) -> None:
@@ -185,6 +189,16 @@ class SessionWriter(SessionReader):
             raise TranscriptError(f"session {self.path.name} is closed")
         if append_mode not in (None, "side"):
             raise ValueError(f"append_mode must be None or 'side', got {append_mode!r}")
+
+    def _buffer(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        """Record one entry and keep its line for the next flush (durability ``"none"``;
+        nobody else is inside the write lock's section meanwhile)."""
+        entry = self._new_entry(kind, payload, append_mode, parent)
+        self._pending.append(encode_record(entry))
+        self._record([entry])
+        return str(entry["id"])
 
     async def _append_durably(
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
@@ -240,33 +254,62 @@ class SessionWriter(SessionReader):
 
     async def flush(self) -> None:
         """Write lines buffered under durability ``"none"``."""
-        async with self._write_lock:
-            if not self._pending:
-                return
-            payload = b"".join(self._pending)
-            self._pending.clear()
-            if not self._lock_file_ready:
-                # no lock file when the session was opened: creating one is slow enough
-                # (hundreds of µs) to keep off the event loop (a session this process created
-                # makes it below, on the loop, as creating it with the session would have)
+        await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
+        if self._write_lock.locked() or not self._lock_file_ready:
+            async with self._write_lock:
+                await self._flush_locked()
+            return
+        # Usually nobody else holds the session lock: append right here (a small write)
+        # instead of paying a worker-thread hop at every turn end. This never suspends, so
+        # the free write lock is not taken (nothing could take it meanwhile) unless the
+        # session lock is held elsewhere and the flush has to wait for it in a thread.
+        if not self._pending:
+            return
+        payload = b"".join(self._pending)
+        self._pending.clear()
+        try:
+            tree = self._write_buffered(payload, 0)
+        except SessionLockTimeout:
+            self._write_lock.acquire_nowait()  # free: nothing ran since it was checked
+            try:
                 tree = await anyio.to_thread.run_sync(
                     self._write_buffered, payload, self.lock_timeout
                 )
-            else:
-                try:
-                    # usually nobody else holds the lock: append right here (a small write)
-                    # instead of paying a worker-thread hop at every turn end
-                    tree = self._write_buffered(payload, 0)
-                except SessionLockTimeout:
-                    tree = await anyio.to_thread.run_sync(
-                        self._write_buffered, payload, self.lock_timeout
-                    )
-            self._lock_file_ready = True
-            if tree is not None:
-                tree.repair_pointers()
-                self._tree = tree
-                self._branch_cache = self._context_cache = None
-                self._message_cache.clear()
+                self._flushed(tree)
+            finally:
+                self._write_lock.release()
+            return
+        self._flushed(tree)
+
+    async def _flush_locked(self) -> None:
+        """``flush`` with the write lock held (another task held it, or the lock file may
+        not exist yet)."""
+        if not self._pending:
+            return
+        payload = b"".join(self._pending)
+        self._pending.clear()
+        if not self._lock_file_ready:
+            # no lock file when the session was opened: creating one is slow enough
+            # (hundreds of µs) to keep off the event loop (a session this process created
+            # makes it below, on the loop, as creating it with the session would have)
+            tree = await anyio.to_thread.run_sync(self._write_buffered, payload, self.lock_timeout)
+        else:
+            try:
+                tree = self._write_buffered(payload, 0)
+            except SessionLockTimeout:
+                tree = await anyio.to_thread.run_sync(
+                    self._write_buffered, payload, self.lock_timeout
+                )
+        self._lock_file_ready = True
+        self._flushed(tree)
+
+    def _flushed(self, tree: SessionTree | None) -> None:
+        """Take in the tree a flush read when others wrote meanwhile."""
+        if tree is not None:
+            tree.repair_pointers()
+            self._tree = tree
+            self._branch_cache = self._context_cache = None
+            self._message_cache.clear()
 
     def _write_buffered(self, payload: bytes, timeout: float) -> SessionTree | None:
         """Append ``payload`` under the session lock (``flush``'s locked section; the lock
