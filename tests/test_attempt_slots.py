@@ -89,7 +89,7 @@ def _spec(policy: Any, sanitizers: list[Any], validate: Any, faults: list[Any]) 
         policy=policy,
         sanitizers=tuple(sanitizers),
         validate_turns=validate,
-        turns_abstain=(lambda _policy: True) if validate is VALIDATORS["none, skipped"] else None,
+        run=SimpleNamespace(turns_abstain=lambda _policy: validate is VALIDATORS["none, skipped"]),
         on_sanitizer_error=lambda *args: faults.append(args),
         session=SimpleNamespace(replay_sanitizer=IncrementalSanitizer()),
     )

@@ -158,7 +158,6 @@ class ModelAttemptLoop(RecoveryChains, FailureRecovery):
                 policy=self.policy,
                 sanitizers=self.sanitizers,
                 validate_turns=run.validate_turns,
-                turns_abstain=run.turns_abstain,
                 on_sanitizer_error=run.sanitizer_fault,
                 run=run,  # the objects, not bound methods held per attempt (``AttemptRun``)
                 recovery=self,
