@@ -285,6 +285,24 @@ class Hooks:
         """The first validator's answer and its plugin."""
         return self._first("validate_replay_turns", {"messages": messages, "policy": policy})
 
+    def turn_validation_abstains(self, policy: TranscriptPolicy) -> bool:
+        """Whether ``validate_replay_turns`` would answer ``None`` now without any effect,
+        for any history: the policy asks for no turn validation and the built-in validator
+        (which then abstains untouched) is the only implementation, with no call monitor,
+        no trace and no breaker to consult. Read before every request, so a plugin, monitor
+        or fault that arrives later is seen; the caller may then skip the call."""
+        if policy.validate_gemini_turns or policy.validate_anthropic_turns:
+            return False
+        if self.trace or self._pm.call_monitors:
+            return False
+        impls = self._impls("validate_replay_turns")
+        if len(impls) != 1:
+            return False
+        impl = impls[0]
+        return impl.function is _builtin_validator(impl.plugin) and self.guard.untouched(
+            impl.plugin_name, "validate_replay_turns"
+        )
+
     def collect_components(self, config: RuntimeConfig) -> Components:
         """Run every registration hook and return the filled registries.
 
@@ -334,3 +352,15 @@ class Hooks:
             logger.warning("%s", clash.message())
             warnings.warn(clash.message(), OpenClawRuntimeWarning, stacklevel=2)
         return components
+
+
+#: the module of the built-in ``validate_replay_turns`` (``builtins.transcript``)
+_BUILTIN_TRANSCRIPT = "openclaw_runtime.builtins.transcript"
+
+
+def _builtin_validator(plugin: Any) -> Any:
+    """The built-in turn validator when ``plugin`` is its module (else ``None``): the module
+    as imported (``sys.modules``), so nothing is imported for it and no lookalike passes."""
+    if plugin is not sys.modules.get(_BUILTIN_TRANSCRIPT):
+        return None
+    return getattr(plugin, "validate_replay_turns", None)

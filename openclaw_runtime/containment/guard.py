@@ -197,6 +197,11 @@ class PluginGuard:
             logger.info("plugin %r %s: cool-off over, one trial call", plugin, unit)
         return admitted
 
+    def untouched(self, plugin: str | None, unit: str) -> bool:
+        """Whether ``plugin``'s ``unit`` has no breaker yet: ``admits`` would say yes and
+        ``succeeded`` do nothing (a read without either's side effects)."""
+        return (plugin, unit) not in self._breakers
+
     def succeeded(self, plugin: str | None, unit: str) -> None:
         """``plugin``'s ``unit`` returned normally (closes a half-open breaker)."""
         key = (plugin, unit)

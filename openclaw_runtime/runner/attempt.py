@@ -179,6 +179,11 @@ class AttemptRun(Protocol):
 
     def current_session(self) -> Session: ...
 
+    def turns_abstain(self, policy: TranscriptPolicy) -> bool:
+        """Asked before every request: ``validate_turns`` would answer ``None`` with no effect
+        now (``Hooks.turn_validation_abstains``), so the pipeline skips it."""
+        ...
+
 
 class AttemptRecovery(Protocol):
     """The attempt's compaction and truncation (the attempt loop's, at its window and model);
@@ -655,12 +660,13 @@ class _Pipeline:
     A small object rather than a closure: what it reads is kept in slots, not in cells.
     """
 
-    __slots__ = ("incremental", "on_error", "policy", "sanitizers", "turns", "validate")
+    __slots__ = ("incremental", "on_error", "policy", "run", "sanitizers", "turns", "validate")
 
     def __init__(self, spec: AttemptSpec) -> None:
         self.policy = spec.policy
         self.sanitizers = list(spec.sanitizers)
         self.validate = spec.validate_turns
+        self.run = spec.run  # the object, not a bound method held per attempt (``AttemptRun``)
         self.on_error = spec.on_sanitizer_error
         self.incremental = spec.session.replay_sanitizer
         # the built-in validator's previous answer, for the next request of this attempt
@@ -669,5 +675,7 @@ class _Pipeline:
     def __call__(self, messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
         policy = self.policy
         sanitized = self.incremental.run(messages, policy, self.sanitizers, on_error=self.on_error)
+        if self.run.turns_abstain(policy):
+            return sanitized  # what a ``None`` answer gives, without the hook call
         validated = self.validate(MemoizedTurns(sanitized, self.turns), policy)
         return sanitized if validated is None else validated

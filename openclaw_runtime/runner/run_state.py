@@ -319,6 +319,11 @@ class RunState:
         validated, _plugin = self.hooks.validate_replay_turns(messages, policy)
         return validated
 
+    def turns_abstain(self, policy: Any) -> bool:
+        """``validate_turns`` would answer ``None`` with no effect now
+        (``Hooks.turn_validation_abstains``): the pipeline may skip it."""
+        return self.hooks.turn_validation_abstains(policy)
+
     def sanitizer_fault(self, name: str, plugin: str | None, exc: BaseException) -> None:
         """A sanitizer raised: record it against its plugin; the pipeline skips it."""
         self.hooks.record_fault(

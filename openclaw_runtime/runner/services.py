@@ -77,6 +77,8 @@ class RunHooks(Protocol):
         self, messages: list[Any], policy: TranscriptPolicy
     ) -> tuple[list[Any] | None, str | None]: ...
 
+    def turn_validation_abstains(self, policy: TranscriptPolicy) -> bool: ...
+
     def record_fault(
         self,
         plugin: str | None,
