@@ -1,5 +1,6 @@
-"""A memory session's append without taking its free write lock (``MemorySession._append``)
-and the lowercased hint scan of ``contains_secret`` on bytes: both must change nothing."""
+"""A memory session's append without taking its free write lock
+(``MemorySession._appends_at_once``) and the lowercased hint scan of ``contains_secret`` on
+bytes: both must change nothing."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from openclaw_runtime.messages import (
     UserMessage,
 )
 from openclaw_runtime.redaction import contains_secret, redact_data
-from openclaw_runtime.transcript.append import SessionWriter
 from openclaw_runtime.transcript.jsonl import encode_record
 from openclaw_runtime.transcript.memory import MemorySession, MemorySessionStore
 
@@ -93,7 +93,7 @@ async def test_the_fast_path_writes_what_the_locked_path_wrote(
         _ids(monkeypatch)
         with monkeypatch.context() as patch:
             # the path every append took before: the write lock, then ``_append_durably``
-            patch.setattr(MemorySession, "_append", SessionWriter._append)
+            patch.setattr(MemorySession, "_appends_at_once", lambda self: False)
             slow_store = MemorySessionStore(now=_Clock())
             slow = await slow_store.create("s", cwd="/w")
             slow_out = await _random_appends(slow, random.Random(seed), 60)

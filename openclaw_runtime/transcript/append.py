@@ -172,16 +172,27 @@ class SessionWriter(SessionReader):
         parent: str | None = "append",
     ) -> str:
         self._refuse_bad_append(append_mode)
-        if self.durability == "none":
+        if self._appends_at_once():
             await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
             if not self._write_lock.locked():
-                # a buffered append never suspends: a free write lock could not be taken by
+                # the append's body never suspends: a free write lock could not be taken by
                 # another task before it is done, so taking it would order nothing
-                return self._buffer(kind, payload, append_mode, parent)
+                return self._append_at_once(kind, payload, append_mode, parent)
         async with self._write_lock:
             if self.durability == "none":
                 return self._buffer(kind, payload, append_mode, parent)
             return await self._append_durably(kind, payload, append_mode, parent)
+
+    def _appends_at_once(self) -> bool:
+        """Whether an append's body never suspends, so a free write lock need not be taken:
+        a buffered append (durability ``"none"``); stores whose writes never wait say so."""
+        return self.durability == "none"
+
+    def _append_at_once(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        """The append's body when ``_appends_at_once`` (nobody holds the write lock)."""
+        return self._buffer(kind, payload, append_mode, parent)
 
     def _refuse_bad_append(self, append_mode: str | None) -> None:
         """What every append checks first: the session is open and ``append_mode`` is known."""

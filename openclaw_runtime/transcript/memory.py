@@ -35,8 +35,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from anyio.lowlevel import checkpoint_if_cancelled
-
 from .._exceptions import TranscriptError
 from .entries import iso_timestamp, make_header
 from .jsonl import encode_record, parse_session_bytes
@@ -134,24 +132,17 @@ class MemorySession(SessionRewriter):
             self._absorb(self._read_external_changes())
         return True
 
-    async def _append(
-        self,
-        kind: str,
-        payload: dict[str, Any],
-        append_mode: str | None = None,
-        *,
-        parent: str | None = "append",
-    ) -> str:
-        """``SessionWriter._append`` without taking the write lock when nobody holds it.
+    def _appends_at_once(self) -> bool:
+        """Always: an append here publishes to memory and never suspends (``_append_now``),
+        so ``SessionWriter._append`` skips the write lock whenever nobody holds it. When
+        another task holds it (a rewrite or a refresh), the append waits for it as before."""
+        return True
 
-        The append's body never suspends, so when the lock is free it cannot be taken by
-        anyone else before the body is done: the lock's fast path without the lock (the same
-        checks in the same order, the same cancellation check). When another task holds it
-        (a rewrite or a refresh), the append waits for it as before."""
-        self._refuse_bad_append(append_mode)
-        await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
-        if self._write_lock.locked() or self.durability == "none":
-            return await super()._append(kind, payload, append_mode, parent=parent)
+    def _append_at_once(
+        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+    ) -> str:
+        if self.durability == "none":
+            return self._buffer(kind, payload, append_mode, parent)
         return self._append_now(kind, payload, append_mode, parent)
 
     async def _append_durably(
