@@ -44,6 +44,7 @@ __all__ = [
     "REDACTED",
     "UNCHECKED_EVENT_TYPES",
     "RedactingFilter",
+    "SecretMatchers",
     "clear_registered_secrets",
     "contains_secret",
     "package_logger",
@@ -56,6 +57,7 @@ __all__ = [
     "register_header_secrets",
     "register_secret",
     "registered_secret_count",
+    "secret_matchers",
 ]
 
 #: Values shorter than this are never registered (see the module docstring).
@@ -104,7 +106,7 @@ _secrets: set[str] = set()  # every registered form (raw and JSON-escaped)
 _raw_count = 0
 
 
-class _Matchers:
+class SecretMatchers:
     """The registered secrets, compiled; swapped whole (readers never lock). ``literal`` is
     one alternation of the plain registered values, which the regex engine scans quickly."""
 
@@ -122,10 +124,10 @@ class _Matchers:
         )
 
 
-_matchers = _Matchers(())
+_matchers = SecretMatchers(())
 
 
-def _may_match(text: str, matchers: _Matchers) -> bool:
+def _may_match(text: str, matchers: SecretMatchers) -> bool:
     """The fast path: could anything in ``text`` need masking? A few substring tests for
     the shapes' hints (faster than any regex alternation) and one search for the secrets."""
     for hint in _HINTS:
@@ -165,7 +167,7 @@ def register_secret(value: object) -> None:
             return
         _secrets.update(new)
         _raw_count += 1
-        _matchers = _Matchers(_secrets)
+        _matchers = SecretMatchers(_secrets)
 
 
 #: Request headers whose values are credentials (lower-case names).
@@ -196,14 +198,22 @@ def clear_registered_secrets() -> None:
     with _lock:
         _secrets.clear()
         _raw_count = 0
-        _matchers = _Matchers(())
+        _matchers = SecretMatchers(())
 
 
-def contains_secret(text: str | bytes) -> bool:
+def secret_matchers() -> SecretMatchers:
+    """The registered secrets as they are now: an opaque snapshot (a registration swaps in a
+    new one and never changes it) for ``contains_secret`` and ``redact_data`` to check text
+    later exactly as it would have been checked now."""
+    return _matchers
+
+
+def contains_secret(text: str | bytes, matchers: SecretMatchers | None = None) -> bool:
     """Whether ``redact`` would (probably) change ``text``; UTF-8 ``bytes`` are searched as
     they are. A ``True`` may be a false alarm (a hint like "basic" in plain prose); a
-    ``False`` is certain."""
-    matchers = _matchers
+    ``False`` is certain. ``matchers``: a ``secret_matchers()`` snapshot instead of now's."""
+    if matchers is None:
+        matchers = _matchers
     if isinstance(text, bytes):
         lowered = text.lower()  # ASCII letters only: UTF-8 bytes of other letters stay as they are
         for hint in _LOWER_HINTS_BYTES:
@@ -214,7 +224,7 @@ def contains_secret(text: str | bytes) -> bool:
     return _may_match(text, matchers)
 
 
-def _spans(text: str, matchers: _Matchers, diagnostic: bool) -> list[tuple[int, int, str]]:
+def _spans(text: str, matchers: SecretMatchers, diagnostic: bool) -> list[tuple[int, int, str]]:
     """Every (start, end, replacement) to mask, overlaps merged (the union is masked)."""
     found: list[tuple[int, int, str]] = []
     for secret in matchers.secrets:
@@ -248,8 +258,9 @@ def _may_assign(text: str) -> bool:
     return any(hint in lowered for hint in _ASSIGNMENT_HINTS)
 
 
-def _redact(text: str, diagnostic: bool) -> str:
-    matchers = _matchers
+def _redact(text: str, diagnostic: bool, matchers: SecretMatchers | None = None) -> str:
+    if matchers is None:
+        matchers = _matchers
     if not _may_match(text, matchers) and not (diagnostic and _may_assign(text)):
         return text
     spans = _spans(text, matchers, diagnostic)
@@ -286,25 +297,28 @@ def redact_bytes(data: bytes) -> bytes:
     return data if redacted is text else redacted.encode("latin-1")
 
 
-def redact_data(value: Any, *, diagnostic: bool = False) -> Any:
+def redact_data(
+    value: Any, *, diagnostic: bool = False, matchers: SecretMatchers | None = None
+) -> Any:
     """A JSON-like value (dicts, lists, tuples, strings) with every string redacted.
 
     Returns ``value`` itself when nothing changed, so callers can test ``is`` cheaply; other
-    objects (numbers, models) are returned as they are.
+    objects (numbers, models) are returned as they are. ``matchers``: a ``secret_matchers()``
+    snapshot to mask with instead of the secrets registered now.
     """
     if isinstance(value, str):
-        return _redact(value, diagnostic)
+        return _redact(value, diagnostic, matchers)
     if isinstance(value, dict):
         changed = False
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            new_key = _redact(key, diagnostic) if isinstance(key, str) else key
-            new_item = redact_data(item, diagnostic=diagnostic)
+            new_key = _redact(key, diagnostic, matchers) if isinstance(key, str) else key
+            new_item = redact_data(item, diagnostic=diagnostic, matchers=matchers)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [redact_data(item, diagnostic=diagnostic) for item in value]
+        items = [redact_data(item, diagnostic=diagnostic, matchers=matchers) for item in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         return type(value)(items) if isinstance(value, tuple) else items

@@ -20,6 +20,7 @@ from anyio.lowlevel import checkpoint_if_cancelled
 from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
+from ..messages import WireModel
 from .entries import generate_entry_id, iso_timestamp
 from .flush_files import FlushFiles, next_flush_tick, worth_keeping
 from .jsonl import (
@@ -52,7 +53,12 @@ class SessionWriter(SessionReader):
         never needs repair when it is opened again.
         """
         wire = _loadable_message(wire_message(message))
-        return await self._append("message", {"message": wire}, append_mode)
+        # a runtime message model's JSON-mode dump holds JSON values only (stores may rely
+        # on it); a caller's wire dict or another model's ``to_dict`` may hold anything
+        json_values = getattr(type(message), "to_dict", None) is _WIRE_TO_DICT
+        return await self._append(
+            "message", {"message": wire}, append_mode, json_values=json_values
+        )
 
     async def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change."""
@@ -170,6 +176,7 @@ class SessionWriter(SessionReader):
         append_mode: str | None = None,
         *,
         parent: str | None = "append",
+        json_values: bool = False,
     ) -> str:
         self._refuse_bad_append(append_mode)
         if self._appends_at_once():
@@ -177,7 +184,7 @@ class SessionWriter(SessionReader):
             if not self._write_lock.locked():
                 # the append's body never suspends: a free write lock could not be taken by
                 # another task before it is done, so taking it would order nothing
-                return self._append_at_once(kind, payload, append_mode, parent)
+                return self._append_at_once(kind, payload, append_mode, parent, json_values)
         async with self._write_lock:
             if self.durability == "none":
                 return self._buffer(kind, payload, append_mode, parent)
@@ -189,9 +196,15 @@ class SessionWriter(SessionReader):
         return self.durability == "none"
 
     def _append_at_once(
-        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None,
+        parent: str | None,
+        json_values: bool = False,
     ) -> str:
-        """The append's body when ``_appends_at_once`` (nobody holds the write lock)."""
+        """The append's body when ``_appends_at_once`` (nobody holds the write lock).
+        ``json_values``: the payload holds JSON values only (a message model's dump)."""
         return self._buffer(kind, payload, append_mode, parent)
 
     def _refuse_bad_append(self, append_mode: str | None) -> None:
@@ -389,6 +402,9 @@ class SessionWriter(SessionReader):
             kept, self._flush_files = self._flush_files, None
             if kept is not None:
                 kept.close()
+
+
+_WIRE_TO_DICT = WireModel.to_dict
 
 
 def _is_finite_positive(value: Any) -> bool:

@@ -29,7 +29,7 @@ import orjson
 from .._exceptions import TranscriptError
 from .._files import _fsync_dir, atomic_write, write_all
 from .._flock import FlockLock
-from ..redaction import contains_secret, redact_bytes, redact_data
+from ..redaction import SecretMatchers, contains_secret, redact_bytes, redact_data
 from .flush_files import FlushFiles
 from .whole_file import create_whole
 
@@ -45,6 +45,7 @@ __all__ = [
     "create_exclusive",
     "encode_record",
     "entry_problem",
+    "finish_line",
     "give_session_lock",
     "invalid_lines_path",
     "keep_invalid_lines",
@@ -54,6 +55,7 @@ __all__ = [
     "session_lock_at",
     "session_lock_path",
     "take_session_lock",
+    "unscanned_line",
 ]
 
 Durability = Literal["none", "flush", "fsync"]
@@ -203,6 +205,28 @@ def encode_record(record: dict[str, Any]) -> bytes:
         return line + b"\n"
     except TypeError as exc:
         raise TranscriptError(f"session record is not JSON-serialisable: {exc}") from exc
+
+
+def unscanned_line(record: dict[str, Any]) -> bytes:
+    """``encode_record``'s line before its secret scan (``finish_line`` does the scan).
+    Raises as ``encode_record`` does."""
+    try:
+        return orjson.dumps(record) + b"\n"
+    except TypeError as exc:
+        raise TranscriptError(f"session record is not JSON-serialisable: {exc}") from exc
+
+
+def finish_line(line: bytes, matchers: SecretMatchers) -> bytes:
+    """``encode_record(record)`` from ``line = unscanned_line(record)``, scanned with the
+    secrets registered when ``line`` was made (``secret_matchers()`` then).
+
+    Only for records of JSON values (dicts, lists, strings, numbers, booleans, ``None``; a
+    pydantic JSON-mode dump): a record to mask is read back from ``line``, which gives those
+    values exactly (orjson round-trips its own floats and 64-bit integers).
+    """
+    if contains_secret(line[:-1], matchers):
+        return orjson.dumps(redact_data(orjson.loads(line), matchers=matchers)) + b"\n"
+    return line
 
 
 def invalid_lines_path(session_file: str | Path) -> Path:

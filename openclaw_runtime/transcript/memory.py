@@ -15,6 +15,9 @@ that list:
 * an append publishes its line at once, after joining what other handles of the session
   appended (the in-memory twin of "re-read the tail under the lock before appending"), so
   ``flush`` has nothing left to do and another handle's ``refresh`` sees it right away;
+* a message model's line gets ``encode_record``'s secret scan only when something reads the
+  lines (``_StoredSession.finish``): with one handle per session nothing does, and the scan
+  was most of an append's encoding (the JSON itself is made at once: see ``_append_now``);
 * ``refresh`` compares (generation, length): no work when nothing changed;
 * ``rewrite_entries`` swaps the list whole and bumps the generation (readers see the old
   transcript or the new one, never a mix).
@@ -36,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import TranscriptError
+from ..redaction import SecretMatchers, secret_matchers
 from .entries import iso_timestamp, make_header
-from .jsonl import encode_record, parse_session_bytes
+from .jsonl import encode_record, finish_line, parse_session_bytes, unscanned_line
 from .load import ExternalChanges, bulk_allocation, parse_appended, utc_now
 from .repair import plan_session_repair
 from .rewrite import SessionRewriter, checked_rewrite_records
@@ -52,15 +56,58 @@ Clock = Callable[[], datetime]
 
 @dataclass
 class _StoredSession:
-    """One session's lines (header first) and the generation of its last whole rewrite."""
+    """One session's lines (header first) and the generation of its last whole rewrite.
+
+    The lines from ``raw_from`` on are message models' ``unscanned_line``s, made while the
+    secrets registered were ``raw_matchers``; ``finish`` scans them (readers call it first).
+    Every method here runs with ``lock`` held.
+    """
 
     lines: list[bytes]
     generation: int = 0
     removed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    raw_from: int | None = None
+    raw_matchers: SecretMatchers | None = None
 
     def state(self) -> tuple[int, int]:
         return self.generation, len(self.lines)
+
+    def add(self, line: bytes) -> None:
+        """Append a finished line (``encode_record``'s), after finishing the unscanned ones."""
+        if self.raw_from is not None:
+            self.finish()
+        self.lines.append(line)
+
+    def add_unscanned(self, line: bytes, matchers: SecretMatchers) -> None:
+        """Append an ``unscanned_line`` made under ``matchers`` (``secret_matchers()``);
+        lines kept under other secrets are finished first, so each line is scanned with the
+        secrets registered at its own append, as ``encode_record`` would have."""
+        lines = self.lines
+        if self.raw_from is None:
+            self.raw_from = len(lines)
+            self.raw_matchers = matchers
+        elif self.raw_matchers is not matchers:
+            self.finish()
+            self.raw_from = len(lines)
+            self.raw_matchers = matchers
+        lines.append(line)
+
+    def finish(self) -> None:
+        """Scan the unscanned lines in place: each is scanned once."""
+        start, matchers = self.raw_from, self.raw_matchers
+        if start is None or matchers is None:
+            return
+        lines = self.lines
+        for index in range(start, len(lines)):
+            lines[index] = finish_line(lines[index], matchers)
+        self.raw_from = self.raw_matchers = None
+
+    def replace(self, lines: list[bytes]) -> None:
+        """A whole rewrite: ``lines`` (finished) and a new generation."""
+        self.lines = lines
+        self.raw_from = self.raw_matchers = None
+        self.generation += 1
 
 
 def _tree_from_lines(lines: list[bytes], session_id: str) -> SessionTree:
@@ -110,6 +157,7 @@ class MemorySession(SessionRewriter):
         stored = self._stored
         generation, size = self._file_state
         with stored.lock:
+            stored.finish()
             now = stored.state()
             delta = stored.lines[size:] if now[0] == generation else list(stored.lines)
         self._file_state = now
@@ -139,11 +187,16 @@ class MemorySession(SessionRewriter):
         return True
 
     def _append_at_once(
-        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None,
+        parent: str | None,
+        json_values: bool = False,
     ) -> str:
         if self.durability == "none":
             return self._buffer(kind, payload, append_mode, parent)
-        return self._append_now(kind, payload, append_mode, parent)
+        return self._append_now(kind, payload, append_mode, parent, json_values)
 
     async def _append_durably(
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
@@ -151,9 +204,17 @@ class MemorySession(SessionRewriter):
         return self._append_now(kind, payload, append_mode, parent)
 
     def _append_now(
-        self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        append_mode: str | None,
+        parent: str | None,
+        json_values: bool = False,
     ) -> str:
-        """Publish one entry (nobody else is inside the write lock's section meanwhile)."""
+        """Publish one entry (nobody else is inside the write lock's section meanwhile).
+        ``json_values``: the payload holds JSON values only, so the line's secret scan may
+        wait for a reader (``_StoredSession.finish``). Its JSON is made now: a later change
+        to the entry's objects cannot reach the line, and what cannot be encoded fails here."""
         stored = self._stored
         while True:
             with stored.lock:
@@ -162,7 +223,10 @@ class MemorySession(SessionRewriter):
                 lines = stored.lines
                 if (stored.generation, len(lines)) == self._file_state:  # ``state()``, inline
                     entry = self._new_entry(kind, payload, append_mode, parent)
-                    lines.append(encode_record(entry))
+                    if json_values:
+                        stored.add_unscanned(unscanned_line(entry), secret_matchers())
+                    else:
+                        stored.add(encode_record(entry))
                     self._file_state = (stored.generation, len(lines))
                     break
             # another handle appended (or rewrote): join its entries, then append after them
@@ -186,8 +250,7 @@ class MemorySession(SessionRewriter):
             with stored.lock:
                 if stored.removed:
                     raise TranscriptError(f"session {self.session_id} was deleted")
-                stored.lines = lines
-                stored.generation += 1
+                stored.replace(lines)
                 self._file_state = stored.state()
             tree = SessionTree.build(self._tree.header, records)
             for problem in tree.repair_pointers():
@@ -250,6 +313,7 @@ class MemorySessionStore:
         if stored is None:
             raise TranscriptError(f"session {safe} does not exist")
         with stored.lock:
+            stored.finish()
             lines = list(stored.lines)
             state = stored.state()
         session = MemorySession(
@@ -287,4 +351,5 @@ class MemorySessionStore:
         if stored is None:
             raise TranscriptError(f"session {safe} does not exist")
         with stored.lock:
+            stored.finish()
             return b"".join(stored.lines)
