@@ -409,3 +409,17 @@ async def test_handles_in_threads_read_finished_lines_only(
             if entry_id in own:  # the appended entry itself, encoded the old way, now
                 assert encode_record(by_id[entry_id]) == line
     assert SECRETS[2].encode() not in final and b"Bearer ***" in final
+
+
+@pytest.mark.anyio
+async def test_a_rewrite_leaves_no_line_to_scan(registry: tuple[set[str], int, Any]) -> None:
+    register_secret(SECRETS[1])
+    other = await MemorySessionStore().create("o", cwd="/w")
+    await other.append_custom_entry("state", {"u": SECRET_UUID})  # kept as it is, unmasked
+    store = MemorySessionStore()
+    session = await store.create("s", cwd="/w")
+    await session.append_message(UserMessage(content=f"m {SECRETS[1]}", timestamp=1))
+    await session.rewrite_entries(other.get_entries())
+    expected = b"".join(map(encode_record, [session._tree.header, *other.get_entries()]))
+    assert store.export_jsonl("s") == expected
+    assert SECRETS[1].encode() in expected
