@@ -48,6 +48,7 @@ async def _old_append(
     append_mode: str | None = None,
     *,
     parent: str | None = "append",
+    json_values: bool = False,  # passed since mem8; this path encodes every line at once
 ) -> str:
     """``SessionWriter._append`` before this change: the write lock at every append."""
     if self.closed:
