@@ -11,11 +11,13 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import anyio
 import orjson
 import pytest
+from pydantic import field_serializer
 
 from openclaw_runtime import TranscriptError, redaction
 from openclaw_runtime.messages import (
@@ -423,3 +425,42 @@ async def test_a_rewrite_leaves_no_line_to_scan(registry: tuple[set[str], int, A
     expected = b"".join(map(encode_record, [session._tree.header, *other.get_entries()]))
     assert store.export_jsonl("s") == expected
     assert SECRETS[1].encode() in expected
+
+
+class _SerializedDetails(ToolResultMessage):
+    """A subclass whose serializer returns objects JSON has no type for: JSON mode turns
+    them into JSON values (string keys, lists, strings) before the line is made."""
+
+    @field_serializer("details")
+    def _details(self, value: Any) -> Any:
+        return {1: SECRET_UUID, "set": {2, 3}, "n": Decimal("1.5"), "b": b"Bearer abcdefgh1"}
+
+
+@pytest.mark.anyio
+async def test_json_mode_dumps_read_back_exactly(
+    monkeypatch: pytest.MonkeyPatch, registry: tuple[set[str], int, Any]
+) -> None:
+    register_secret(SECRETS[1])
+
+    async def export() -> bytes:
+        store = MemorySessionStore(now=_Clock())
+        session = await store.create("s", cwd="/w")
+        for n in range(3):
+            message = _SerializedDetails(
+                tool_call_id=f"c{n}",
+                tool_name="read",
+                details=None,
+                extra=(SECRET_UUID, b"sk-abcdefgh12345678", {n: 0.1 + 0.2}),
+                timestamp=n,
+            )
+            await session.append_message(message)
+        return store.export_jsonl("s")
+
+    _ids(monkeypatch)
+    deferred = await export()
+    _ids(monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(MemorySession, "_append_now", _eager_append_now)
+        eager = await export()
+    assert deferred == eager
+    assert SECRETS[1].encode() not in deferred and b"sk-***" in deferred
