@@ -19,29 +19,34 @@ from .._exceptions import PluginBackendError
 from ..containment.proxy import GuardedBackend
 from ..failover.events import redact_secret_text
 from ..transcript.memory import aclose_is_noop, flush_is_noop
-from .run_state import RunState
 
 if TYPE_CHECKING:
     from ..backends import Session
+    from .run_state import RunState
 
 __all__ = ["check_in_session", "checkin_never_suspends", "session_checkin_error"]
 
 
-def session_checkin_error(run: RunState, exc: Exception) -> PluginBackendError:
-    """The run's error for a failed check-in, attributed to the session store's plugin (a
-    fault is recorded for it) when a plugin provides the store."""
+def session_checkin_error(
+    run: RunState, exc: Exception, during: str | None = None
+) -> PluginBackendError:
+    """The run's error for a failed check-in (or another flush of the session ``during``
+    names), attributed to the session store's plugin (a fault is recorded for it) when a
+    plugin provides the store."""
+    if during is None:
+        during = f"the session check-in (flush) of session {run.session_id}"
     store = run.services.session_store
     if isinstance(store, GuardedBackend):
         fault = run.hooks.record_fault(
             store.plugin, "register_backends", exc, unit=f"backend:{store.label}"
         )
         return PluginBackendError(
-            f"{store.label} backend of plugin {store.plugin!r} failed in the session "
-            f"check-in (flush): {fault.error}",
+            f"{store.label} backend of plugin {store.plugin!r} failed in {during}: "
+            f"{fault.error}",
             plugin_name=store.plugin,
         )
     return PluginBackendError(
-        f"the session store failed in the session check-in (flush): "
+        f"the session store failed in {during}: "
         f"{type(exc).__name__}: {redact_secret_text(str(exc))}"
     )
 
