@@ -482,8 +482,11 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         release_attempt_caches(session, history)  # the kernel's messages, of no later use
         if not flush_is_noop(session):  # a memory session's: no shielded scope for nothing
             with anyio.CancelScope(shield=True):
-                await this.flush()
-    if this.flush_error is not None:  # a turn end failed to write (see ``flush``)
+                try:
+                    await session.flush()
+                except Exception as exc:
+                    raise this.flush_failed(exc) from exc
+    if this.flush_error is not None:  # a turn end failed to write (``flush_failed``)
         raise this.flush_error
 
     outcome.new_messages = new
@@ -604,26 +607,26 @@ class _AttemptTurn:
             if outcome.prompt_message is not None and event.message is outcome.prompt_message:
                 outcome.prompt_entry_id = entry_id
         elif isinstance(event, TurnEnd):
-            await self.flush()
+            try:
+                await self.session.flush()
+            except Exception as exc:
+                raise self.flush_failed(exc) from exc
         elif isinstance(event, ToolExecutionStart):
             self.state.active_tools += 1
         elif isinstance(event, ToolExecutionEnd):
             self.state.active_tools = max(0, self.state.active_tools - 1)
         await spec.run.emit(event)
 
-    async def flush(self) -> None:
-        """Write the session's buffered lines. A failure (they stay buffered for the next
-        flush) becomes the run's error naming the session, kept in ``flush_error``: the
-        loop closes the turn with a failed reply whose flush may then succeed, and
-        ``_run_attempt`` raises it again after the loop, so the run does not report the
-        failure as the model's."""
-        try:
-            await self.session.flush()
-        except Exception as exc:
-            error = self.spec.run.session_flush_error(exc)
-            if self.flush_error is None:
-                self.flush_error = error
-            raise error from exc
+    def flush_failed(self, exc: Exception) -> Exception:
+        """The error for a failed flush of the session (its lines stay buffered for the
+        next flush): the run's error naming the session, the first one kept in
+        ``flush_error``. The loop closes the turn with a failed reply (whose flush may then
+        succeed) and ``_run_attempt`` raises it again after the loop, so the run does not
+        report the failure as the model's."""
+        error = self.spec.run.session_flush_error(exc)
+        if self.flush_error is None:
+            self.flush_error = error
+        return error
 
     async def turn(
         self, context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn
