@@ -15,7 +15,6 @@ import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from openclaw_runtime.transcript import append as append_module
 from openclaw_runtime.transcript import jsonl as jsonl_module
 from openclaw_runtime.transcript.jsonl import SessionLockTimeout, session_lock
 from openclaw_runtime.transcript.store import JsonlSessionStore, SessionManager
+from tests.test_durable_append_fast_path import _Clock
 
 pytestmark = pytest.mark.anyio
 
@@ -38,15 +38,6 @@ TURNS = 6
 #: The turn whose flush fails: the first flushes take the plain path (open, write, close),
 #: from the third on the session keeps its descriptors (``flush_files``).
 COLD, WARM = 1, 4
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 12, 4, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=7)
-        return self.moment
 
 
 class _Os:
@@ -230,7 +221,7 @@ async def test_the_undo_of_a_half_write_that_failed_is_retried_only_over_its_own
     torn = session.path.read_bytes()
     _append_raw(session.path, b'\n{"type":"custom","id":"0ther0ne","parentId":null}\n')
     pending = list(session._pending)
-    with pytest.raises(TranscriptError, match="part of a failed flush"):
+    with pytest.raises(TranscriptError, match="part of a failed write"):
         await session.flush()
     assert session._pending == pending
     assert session.path.read_bytes().startswith(torn)

@@ -420,8 +420,8 @@ class SessionWriter(SessionReader):
                     tail = handle.read()
                 if not lines.startswith(tail):
                     raise TranscriptError(
-                        f"session file {name} ends with part of a failed flush and lines "
-                        "written after it: its buffered lines are kept, not written"
+                        f"session file {name} ends with part of a failed write and lines "
+                        "written after it: nothing more is written to it"
                     )
                 os.truncate(self.path, size)
         except OSError as exc:
