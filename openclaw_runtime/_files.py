@@ -38,6 +38,8 @@ __all__ = [
     "STALE_TEMP_AGE_S",
     "DamagedStateFile",
     "LockedStateFile",
+    "TornAppend",
+    "append_or_undo",
     "atomic_write",
     "find_set_aside_files",
     "is_set_aside_name",
@@ -76,6 +78,30 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+class TornAppend(OSError):
+    """An append failed part-way and cutting the file back failed too: the file may end
+    with part of the payload (``append_or_undo``)."""
+
+
+def append_or_undo(fd: int, data: bytes, size_before: int, *, fsync: bool = False) -> None:
+    """``write_all`` for an append whose file the caller holds the lock of and knows the
+    size of (``size_before``). A write that fails part-way (ENOSPC, EIO) may have put some
+    of ``data`` in the file; it is cut back to ``size_before`` before the error is raised,
+    so the caller may keep ``data`` and write it again without duplicating or tearing a
+    line (also when ``fsync`` fails: the caller reports the append as not made).
+    :class:`TornAppend` (from the write's error) when the cut fails too."""
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except BaseException as exc:
+        try:
+            os.ftruncate(fd, size_before)
+        except OSError as undo:
+            raise TornAppend(undo.errno, f"cannot undo a failed append: {undo.strerror}") from exc
+        raise
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:

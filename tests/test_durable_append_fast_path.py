@@ -72,13 +72,16 @@ async def _old_flush(self: SessionWriter) -> None:
         payload = b"".join(self._pending)
         self._pending.clear()
         if not self._lock_file_ready:
-            tree = await anyio.to_thread.run_sync(self._write_buffered, payload, self.lock_timeout)
+            # (0: the lines are off the buffer already)
+            tree = await anyio.to_thread.run_sync(
+                self._write_buffered, payload, 0, self.lock_timeout
+            )
         else:
             try:
-                tree = self._write_buffered(payload, 0)
+                tree = self._write_buffered(payload, 0, 0)
             except SessionLockTimeout:
                 tree = await anyio.to_thread.run_sync(
-                    self._write_buffered, payload, self.lock_timeout
+                    self._write_buffered, payload, 0, self.lock_timeout
                 )
         self._lock_file_ready = True
         if tree is not None:

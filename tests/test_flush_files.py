@@ -318,7 +318,7 @@ async def test_a_flush_waits_for_another_process_holding_the_lock(tmp_path: Path
     assert holder.stdout.readline().strip() == "held"
     await session.append_message(UserMessage(content="two", timestamp=2))
     with pytest.raises(SessionLockTimeout):
-        session._write_buffered(b"", 0)  # the kept lock does not get past the holder
+        session._write_buffered(b"", 0, 0)  # the kept lock does not get past the holder
     async with anyio.create_task_group() as group:
         group.start_soon(session.flush)  # waits (in a worker thread) for the holder
         await anyio.sleep(0.05)
@@ -345,7 +345,7 @@ async def test_a_lock_file_removed_or_replaced_is_not_locked_any_more(
     assert holder.stdout.readline().strip() == "held"
     try:
         with pytest.raises(SessionLockTimeout):
-            session._write_buffered(b"", 0)
+            session._write_buffered(b"", 0, 0)
     finally:
         assert finish(holder) == 0
     await turn(session, "three")
@@ -371,7 +371,7 @@ def flush_in_a_forked_child(session: SessionManager) -> int:
     if pid == 0:  # pragma: no cover - the child
         code = 3
         try:
-            session._write_buffered(b"", 0)
+            session._write_buffered(b"", 0, 0)
             code = 1
         except SessionLockTimeout:
             code = 0

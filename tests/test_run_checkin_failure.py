@@ -158,9 +158,9 @@ def test_the_embedded_store_error_names_the_step_and_hides_secrets() -> None:
     from openclaw_runtime.runner.checkin import session_checkin_error
 
     secret = "sk-" + "a1B2c3D4e5" * 4
-    run = SimpleNamespace(services=SimpleNamespace(session_store=object()))
+    run = SimpleNamespace(services=SimpleNamespace(session_store=object()), session_id="s1")
     error = session_checkin_error(run, OSError(f"write failed for key {secret}"))  # type: ignore[arg-type]
     assert isinstance(error, PluginBackendError)
     assert error.plugin_name is None
-    assert "session check-in (flush)" in str(error) and "OSError" in str(error)
+    assert "session check-in (flush) of session s1" in str(error) and "OSError" in str(error)
     assert secret not in str(error)

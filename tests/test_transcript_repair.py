@@ -431,7 +431,11 @@ async def test_crash_mid_append_loses_only_that_line(tmp_path, monkeypatch):
         real_write(fd, bytes(data[: len(data) // 2]))
         raise SystemExit("killed mid-append")
 
+    def dying_truncate(fd, size):
+        raise SystemExit("killed mid-append")  # the process is gone: nothing undoes the write
+
     monkeypatch.setattr("openclaw_runtime.transcript.jsonl.os.write", dying_write)
+    monkeypatch.setattr("openclaw_runtime._files.os.ftruncate", dying_truncate)
     with pytest.raises(SystemExit):
         await manager.append_message(UserMessage(content="lost " * 20, timestamp=99))
     monkeypatch.undo()

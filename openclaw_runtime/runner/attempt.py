@@ -179,6 +179,10 @@ class AttemptRun(Protocol):
 
     def current_session(self) -> Session: ...
 
+    def session_flush_error(self, exc: Exception) -> Exception:
+        """The run's error for a failed turn-end flush of its session (naming it)."""
+        ...
+
     def turns_abstain(self, policy: TranscriptPolicy) -> bool:
         """Asked before every request: ``validate_turns`` would answer ``None`` with no effect
         now (``Hooks.turn_validation_abstains``), so the pipeline skips it."""
@@ -478,7 +482,12 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         release_attempt_caches(session, history)  # the kernel's messages, of no later use
         if not flush_is_noop(session):  # a memory session's: no shielded scope for nothing
             with anyio.CancelScope(shield=True):
-                await session.flush()
+                try:
+                    await session.flush()
+                except Exception as exc:
+                    raise this.flush_failed(exc) from exc
+    if this.flush_error is not None:  # a turn end failed to write (``flush_failed``)
+        raise this.flush_error
 
     outcome.new_messages = new
     outcome.facts = collect_attempt_facts(new)
@@ -529,6 +538,7 @@ class _AttemptTurn:
 
     __slots__ = (
         "controller",
+        "flush_error",
         "guard",
         "outcome",
         "pre_prompt_count",
@@ -554,6 +564,8 @@ class _AttemptTurn:
         self.session = session
         self.controller = controller
         self.state = _AttemptState()
+        #: the first turn-end flush that failed (``flush``), as the run's error
+        self.flush_error: Exception | None = None
 
     def time_out(self) -> None:
         """The attempt ran out of its time (``attempt_timer``): ``_time_out``."""
@@ -595,12 +607,26 @@ class _AttemptTurn:
             if outcome.prompt_message is not None and event.message is outcome.prompt_message:
                 outcome.prompt_entry_id = entry_id
         elif isinstance(event, TurnEnd):
-            await self.session.flush()
+            try:
+                await self.session.flush()
+            except Exception as exc:
+                raise self.flush_failed(exc) from exc
         elif isinstance(event, ToolExecutionStart):
             self.state.active_tools += 1
         elif isinstance(event, ToolExecutionEnd):
             self.state.active_tools = max(0, self.state.active_tools - 1)
         await spec.run.emit(event)
+
+    def flush_failed(self, exc: Exception) -> Exception:
+        """The error for a failed flush of the session (its lines stay buffered for the
+        next flush): the run's error naming the session, the first one kept in
+        ``flush_error``. The loop closes the turn with a failed reply (whose flush may then
+        succeed) and ``_run_attempt`` raises it again after the loop, so the run does not
+        report the failure as the model's."""
+        error = self.spec.run.session_flush_error(exc)
+        if self.flush_error is None:
+            self.flush_error = error
+        return error
 
     async def turn(
         self, context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn

@@ -13,40 +13,53 @@ escape the run as the plugin's raw exception. ``check_in_session`` turns it into
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._exceptions import PluginBackendError
 from ..containment.proxy import GuardedBackend
 from ..failover.events import redact_secret_text
 from ..transcript.memory import aclose_is_noop, flush_is_noop
-from .run_state import RunState
 
 if TYPE_CHECKING:
     from ..backends import Session
 
-__all__ = ["check_in_session", "checkin_never_suspends", "session_checkin_error"]
+__all__ = ["CheckinRun", "check_in_session", "checkin_never_suspends", "session_checkin_error"]
 
 
-def session_checkin_error(run: RunState, exc: Exception) -> PluginBackendError:
-    """The run's error for a failed check-in, attributed to the session store's plugin (a
-    fault is recorded for it) when a plugin provides the store."""
+class CheckinRun(Protocol):
+    """What the check-in uses of its run (``run_state.RunState``, which imports this module
+    for its turn-end flush error: a protocol, not that class)."""
+
+    services: Any
+    hooks: Any
+    session_id: str
+
+
+def session_checkin_error(
+    run: CheckinRun, exc: Exception, during: str | None = None
+) -> PluginBackendError:
+    """The run's error for a failed check-in (or another flush of the session ``during``
+    names), attributed to the session store's plugin (a fault is recorded for it) when a
+    plugin provides the store."""
+    if during is None:
+        during = f"the session check-in (flush) of session {run.session_id}"
     store = run.services.session_store
     if isinstance(store, GuardedBackend):
         fault = run.hooks.record_fault(
             store.plugin, "register_backends", exc, unit=f"backend:{store.label}"
         )
         return PluginBackendError(
-            f"{store.label} backend of plugin {store.plugin!r} failed in the session "
-            f"check-in (flush): {fault.error}",
+            f"{store.label} backend of plugin {store.plugin!r} failed in {during}: "
+            f"{fault.error}",
             plugin_name=store.plugin,
         )
     return PluginBackendError(
-        f"the session store failed in the session check-in (flush): "
+        f"the session store failed in {during}: "
         f"{type(exc).__name__}: {redact_secret_text(str(exc))}"
     )
 
 
-def checkin_never_suspends(run: RunState, session: Session) -> bool:
+def checkin_never_suspends(run: CheckinRun, session: Session) -> bool:
     """Whether checking ``session`` in reaches no checkpoint: it and every session the
     check-in would close are memory sessions, whose ``flush`` and ``aclose`` await nothing.
     The run then needs no shielded scope around it (one around code that never reaches a
@@ -56,7 +69,7 @@ def checkin_never_suspends(run: RunState, session: Session) -> bool:
     )
 
 
-async def check_in_session(run: RunState, session: Session) -> None:
+async def check_in_session(run: CheckinRun, session: Session) -> None:
     """``RunServices.checkin_session`` with any failure raised as ``PluginBackendError``."""
     try:
         await run.services.checkin_session(session)

@@ -32,6 +32,7 @@ from ..redaction import package_logger, redact_event
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
+from .checkin import session_checkin_error
 from .compaction_lifecycle import (
     PreCompactionSnapshot,
     defer_budget_compaction,
@@ -459,6 +460,14 @@ class RunState:
             self.total_compactions += 1
         self.heartbeat()
         return result
+
+    def session_flush_error(self, exc: Exception) -> Exception:
+        """The run's error for a failed turn-end flush (``attempt._AttemptTurn.flush``)."""
+        during = (
+            f"the turn-end flush of session {self.session_id} "
+            "(its entries stay buffered for the next flush)"
+        )
+        return session_checkin_error(self, exc, during)
 
     def current_session(self) -> Session:
         """The session the run is on now (a compaction successor once the engine moved it)."""

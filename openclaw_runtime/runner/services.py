@@ -227,16 +227,26 @@ class RunServices:
         cached = self._open.pop(session_id, None)
         if cached is not None:
             try:
-                await cached.refresh()
+                await cached.refresh()  # first writes what a failed flush left buffered
             except OpenClawRuntimeError:
                 await cached.aclose()
+            except BaseException:
+                self._open[session_id] = cached  # what it buffered stays for a later flush
+                raise
             else:
                 return cast("Session", cached)
         return await self.session_store.open_or_create(session_id, cwd=cwd)
 
     async def checkin_session(self, session: Session) -> None:
-        """Keep a session open for its next turn (least recently used ones are closed)."""
-        await session.flush()
+        """Keep a session open for its next turn (least recently used ones are closed). A
+        session whose flush fails is kept all the same (and the failure raised): the lines
+        it buffered stay with it, and the next turn's ``refresh`` writes them."""
+        try:
+            await session.flush()
+        except BaseException:
+            self._open.pop(session.session_id, None)
+            self._open[session.session_id] = session
+            raise
         key = session.session_id
         previous = self._open.pop(key, None)
         if previous is not None and previous is not session:

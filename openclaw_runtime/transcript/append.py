@@ -12,6 +12,7 @@ A message is written as the loader's repair would leave it (``repair_assistant_e
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,7 @@ from anyio.lowlevel import checkpoint_if_cancelled
 from pydantic import BaseModel
 
 from .._exceptions import TranscriptError
+from .._files import TornAppend
 from ..messages import WireModel
 from .entries import generate_entry_id, iso_timestamp
 from .flush_files import FlushFiles, next_flush_tick, worth_keeping
@@ -261,23 +263,36 @@ class SessionWriter(SessionReader):
         self, kind: str, payload: dict[str, Any], append_mode: str | None, parent: str | None
     ) -> tuple[ExternalChanges, dict[str, Any]]:
         with session_lock_at(self._lock_key, timeout=self.lock_timeout):
+            if self._torn_append is not None:
+                self._undo_torn_append()
+            state = self._file_state
             external = self._read_external_changes()
             view = external.tree
             if view is None and external.entries:
                 view = self._tree.preview(external.entries)
             entry = self._new_entry(kind, payload, append_mode, parent, view)
             prefix = b"\n" if external.torn_tail else b""
-            size = append_bytes(
-                self.path,
-                prefix + encode_record(entry),
-                fsync=self.durability == "fsync",
-                size_before=self._file_state[1],  # the file was just checked under the lock
-            )
+            line = prefix + encode_record(entry)
+            try:
+                size = append_bytes(
+                    self.path,
+                    line,
+                    fsync=self.durability == "fsync",
+                    size_before=self._file_state[1],  # the file was just checked under the lock
+                )
+            except BaseException as exc:
+                self._append_failed(state, line, exc)
+                raise
             self._file_state = (self._file_state[0], size)
             return external, entry
 
     async def flush(self) -> None:
-        """Write lines buffered under durability ``"none"``."""
+        """Write lines buffered under durability ``"none"``.
+
+        A flush that fails (the write, the lock, a cancellation before its worker thread
+        started) keeps its lines buffered, in order, and raises; the next flush writes them.
+        A line is never written twice: a write that failed part-way is cut back first
+        (``_write_locked``), and lines are taken off the buffer once written."""
         await checkpoint_if_cancelled()  # what taking the free (fast-acquire) lock checks
         if self._write_lock.locked() or not self._lock_file_ready:
             async with self._write_lock:
@@ -287,17 +302,18 @@ class SessionWriter(SessionReader):
         # instead of paying a worker-thread hop at every turn end. This never suspends, so
         # the free write lock is not taken (nothing could take it meanwhile) unless the
         # session lock is held elsewhere and the flush has to wait for it in a thread.
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             return
-        payload = b"".join(self._pending)
-        self._pending.clear()
+        count = len(pending)
+        payload = b"".join(pending)
         try:
-            tree = self._write_buffered(payload, 0)
+            tree = self._write_buffered(payload, count, 0)
         except SessionLockTimeout:
             self._write_lock.acquire_nowait()  # free: nothing ran since it was checked
             try:
                 tree = await anyio.to_thread.run_sync(
-                    self._write_buffered, payload, self.lock_timeout
+                    self._write_buffered, payload, count, self.lock_timeout
                 )
                 self._flushed(tree)
             finally:
@@ -308,22 +324,22 @@ class SessionWriter(SessionReader):
     async def _flush_locked(self) -> None:
         """``flush`` with the write lock held (another task held it, or the lock file may
         not exist yet)."""
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             return
-        payload = b"".join(self._pending)
-        self._pending.clear()
+        count = len(pending)
+        payload = b"".join(pending)
+        write = self._write_buffered
         if not self._lock_file_ready:
             # no lock file when the session was opened: creating one is slow enough
             # (hundreds of µs) to keep off the event loop (a session this process created
             # makes it below, on the loop, as creating it with the session would have)
-            tree = await anyio.to_thread.run_sync(self._write_buffered, payload, self.lock_timeout)
+            tree = await anyio.to_thread.run_sync(write, payload, count, self.lock_timeout)
         else:
             try:
-                tree = self._write_buffered(payload, 0)
+                tree = write(payload, count, 0)
             except SessionLockTimeout:
-                tree = await anyio.to_thread.run_sync(
-                    self._write_buffered, payload, self.lock_timeout
-                )
+                tree = await anyio.to_thread.run_sync(write, payload, count, self.lock_timeout)
         self._lock_file_ready = True
         self._flushed(tree)
 
@@ -335,44 +351,54 @@ class SessionWriter(SessionReader):
             self._branch_cache = self._context_cache = None
             self._message_cache.clear()
 
-    def _write_buffered(self, payload: bytes, timeout: float) -> SessionTree | None:
-        """Append ``payload`` under the session lock (``flush``'s locked section; the lock
-        taken by plain calls, no context-manager objects per turn end). The new tree when
-        others wrote meanwhile, else ``None``."""
+    def _write_buffered(self, payload: bytes, count: int, timeout: float) -> SessionTree | None:
+        """Append ``payload``, the first ``count`` buffered lines, under the session lock
+        (``flush``'s locked section; the lock taken by plain calls, no context-manager
+        objects per turn end) and take them off the buffer. The new tree when others wrote
+        meanwhile, else ``None``."""
         now = next_flush_tick()
-        last, count = self._flush_ticks
-        self._flush_ticks = (now, count + 1)
+        last, flushes = self._flush_ticks
+        self._flush_ticks = (now, flushes + 1)
         kept = self._flush_files
         if kept is None or not kept.begin():
-            keep = worth_keeping(last, count, now)
+            keep = worth_keeping(last, flushes, now)
             kept = self._flush_files = self._keep_flush_files(kept, keep)
         try:
-            return self._write_locked(payload, timeout, kept)
+            return self._write_locked(payload, count, timeout, kept)
         finally:
             if kept is not None:
                 kept.end()
 
     def _write_locked(
-        self, payload: bytes, timeout: float, kept: FlushFiles | None
+        self, payload: bytes, count: int, timeout: float, kept: FlushFiles | None
     ) -> SessionTree | None:
         key = self._lock_key
         lock = take_session_lock(key, timeout, kept)
         try:
+            if self._torn_append is not None:
+                self._undo_torn_append()
+            state = self._file_state
             # one stat tells whether anyone else wrote since our last read or write
             # (inode and size); if not, this is one O_APPEND write of every line
             external = self._read_external_changes()
             lines = b"\n" + payload if external.torn_tail else payload
-            inode, size = self._file_state
-            if kept is not None and kept.append(self.path, inode, lines):
-                size += len(lines)  # the file was just checked under the lock
-            else:
-                size = append_bytes(self.path, lines, fsync=False, size_before=size)
+            inode, size = self._file_state  # the file was just checked under the lock
+            try:
+                if kept is None or not kept.append(self.path, inode, lines, size):
+                    append_bytes(self.path, lines, fsync=False, size_before=size)
+            except BaseException as exc:
+                self._append_failed(state, lines, exc)
+                raise
+            size += len(lines)
             self._file_state = (inode, size)
+            # written: whatever fails from here on, they are not written again
+            del self._pending[:count]
             if external.tree is None and not external.entries:
                 self.replay_checkpoint.record()  # cheap unless the prefix moved on
                 return None
             # Others wrote while we buffered: their lines precede ours in the file,
             # so the tree is rebuilt from the file rather than patched.
+            self._file_state = (0, 0)  # until it is: the next write reads the whole file
             data = self.path.read_bytes()
             tree, _, state = load_session_file(
                 self.path, data, repair=False, clock=self._now, timeout=self.lock_timeout
@@ -381,6 +407,41 @@ class SessionWriter(SessionReader):
             return tree
         finally:
             give_session_lock(key, lock)
+
+    def _append_failed(self, state: tuple[int, int], lines: bytes, exc: BaseException) -> None:
+        """After a write that failed and was cut back (the session lock still held): the
+        file state as it was before this write read the file, so the next write reads again
+        what others appended (and a torn last line). When the cut failed too
+        (``TornAppend``), what is left of ``lines`` is cut off before the next write."""
+        inode, size = self._file_state
+        self._file_state = state
+        if isinstance(exc, TornAppend):
+            self._torn_append = (inode, size, lines)
+
+    def _undo_torn_append(self) -> None:
+        """Cut the file back to its size before a write whose own undo failed (under the
+        session lock, before anything else is written), if it still ends with nothing but
+        a part of that write; otherwise nothing more can be written safely."""
+        assert self._torn_append is not None
+        inode, size, lines = self._torn_append
+        name = self.path.name
+        try:
+            stat = os.stat(self.path)
+            if stat.st_ino == inode and stat.st_size > size:
+                with open(self.path, "rb") as handle:
+                    handle.seek(size)
+                    tail = handle.read()
+                if not lines.startswith(tail):
+                    raise TranscriptError(
+                        f"session file {name} ends with part of a failed write and lines "
+                        "written after it: nothing more is written to it"
+                    )
+                os.truncate(self.path, size)
+        except OSError as exc:
+            raise TranscriptError(
+                f"session file {name}: cannot undo a failed write: {exc.strerror}"
+            ) from exc
+        self._torn_append = None
 
     def _keep_flush_files(self, old: FlushFiles | None, keep: bool) -> FlushFiles | None:
         """Descriptors to keep for the next flushes (``flush_files``), begun: none unless

@@ -35,7 +35,7 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from .._files import write_all
+from .._files import append_or_undo
 from .._flock import LOCK_OPEN_FLAGS
 
 try:  # fcntl is missing on Windows, where nothing is kept
@@ -215,10 +215,11 @@ class FlushFiles:
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def append(self, path: str | os.PathLike[str], inode: int, data: bytes) -> bool:
+    def append(self, path: str | os.PathLike[str], inode: int, data: bytes, size: int) -> bool:
         """Append ``data`` to the session file when the kept descriptor is the file of
-        ``inode`` (what the caller just saw at the name under the lock), opening it first
-        if needed. ``False``: nothing written, the plain path opens the name and writes."""
+        ``inode`` (what the caller just saw at the name under the lock, ``size`` bytes
+        long), opening it first if needed. ``False``: nothing written, the plain path opens
+        the name and writes. A write that fails is undone first (``append_or_undo``)."""
         fds = self._fds
         fd = fds[1]
         if fd is None or self._append_inode != inode:
@@ -232,7 +233,7 @@ class FlushFiles:
                 return False
             fds[1] = fd
             self._append_inode = inode
-        write_all(fd, data)
+        append_or_undo(fd, data, size)
         return True
 
     def _forget(self, which: int) -> None:

@@ -27,7 +27,7 @@ import filelock
 import orjson
 
 from .._exceptions import TranscriptError
-from .._files import _fsync_dir, atomic_write, write_all
+from .._files import _fsync_dir, append_or_undo, atomic_write, write_all
 from .._flock import FlockLock
 from ..redaction import SecretMatchers, contains_secret, redact_bytes, redact_data
 from .flush_files import FlushFiles
@@ -290,13 +290,18 @@ def append_bytes(
     """Append ``payload`` with ``O_APPEND``; returns the file size afterwards. ``create``
     (side files) also refuses to follow a symbolic link. A caller that knows the size the
     file had (it holds the file's lock and has just checked it) passes ``size_before``,
-    which saves asking the file system again."""
+    which saves asking the file system again; a write (or ``fsync``) that fails then cuts
+    the file back to that size before raising (``_files.append_or_undo``), so the caller
+    may write ``payload`` again."""
     flags = os.O_WRONLY | os.O_APPEND
     fd = open_side_file(path, flags | os.O_CREAT) if create else os.open(path, flags, 0o600)
     try:
-        write_all(fd, payload)
-        if fsync:
-            os.fsync(fd)
+        if size_before is None:
+            write_all(fd, payload)
+            if fsync:
+                os.fsync(fd)
+        else:
+            append_or_undo(fd, payload, size_before, fsync=fsync)
         if size_before is not None:
             return size_before + len(payload)
         return os.fstat(fd).st_size

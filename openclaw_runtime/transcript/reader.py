@@ -92,6 +92,8 @@ class SessionReader:
         self._warn = warn
         self._file_state = file_state  # (inode, size) after our last read or write
         self._pending: list[bytes] = []
+        # (inode, size before, bytes) of a failed write that could not be cut back
+        self._torn_append: tuple[int, int, bytes] | None = None
         self._write_lock = _uncontended_fast_lock()
         # a flush may take the session lock on the event loop: the lock file is known to
         # exist, or this process created the session (the first flush then makes it)

@@ -201,12 +201,15 @@ class RedisSessionManager(SessionManager):
         entries, _ = parse_appended(b"".join(delta))
         return ExternalChanges(entries=entries)
 
-    async def _push(self, lines: list[bytes], *, expected_len: int) -> tuple[int, int]:
-        """Run APPEND; returns (status, value) with fence refusal raised."""
+    async def _push(
+        self, lines: list[bytes], *, expected_len: int, gen: int | None = None
+    ) -> tuple[int, int]:
+        """Run APPEND (on generation ``gen``, by default the one last read); returns
+        (status, value) with fence refusal raised."""
         keys, args = fence_args(current_fences())
         status, *rest = await self._append_script(
             keys=[*keys, self.lines_key, self.gen_key],
-            args=[*args, self._file_state[0], expected_len, *lines],
+            args=[*args, self._file_state[0] if gen is None else gen, expected_len, *lines],
         )
         status = int(status)
         if status == -1:
@@ -231,22 +234,33 @@ class RedisSessionManager(SessionManager):
             self._absorb(await self._read_external())
 
     async def flush(self) -> None:
+        """Push the buffered lines. They leave the buffer only once pushed: a push that
+        fails (or is cancelled) keeps them for the next flush. A push whose reply was lost
+        may have landed all the same, so when the list is not as we left it the lines
+        already in it are not pushed again (``_landed``)."""
         async with self._write_lock:
-            if not self._pending:
+            pending = self._pending
+            if not pending:
                 return
-            payload = list(self._pending)
+            payload = list(pending)
             status, value = await self._push(payload, expected_len=self._file_state[1])
             if status == 0:
-                self._pending.clear()
+                del pending[: len(payload)]
                 self._file_state = (self._file_state[0], value)
                 return
-            # others wrote while we buffered: their lines go first, ours after, then reload
-            status, value = await self._push(payload, expected_len=-1)
-            if status != 0:  # rewritten meanwhile: append on the new generation
-                self._file_state = (value, self._file_state[1])
-                status, value = await self._push(payload, expected_len=-1)
-            self._pending.clear()
-            lines, gen = await _read_all(self.conn, self.session_id)
+            # others wrote while we buffered (or rewrote): their lines go first, ours after
+            # (the state and tree change only once ours are in: until then, what others
+            # wrote is read again by the next flush or refresh)
+            while True:
+                lines, gen = await _read_all(self.conn, self.session_id)
+                rest = payload[_landed(lines, payload) :]
+                if not rest:
+                    break
+                status, _ = await self._push(rest, expected_len=len(lines), gen=gen)
+                if status == 0:
+                    lines += rest
+                    break
+            del pending[: len(payload)]
             self._file_state = (gen, len(lines))
             self._tree = _tree_from_lines(lines, self.session_id)
             self._branch_cache = self._context_cache = None
@@ -273,6 +287,23 @@ class RedisSessionManager(SessionManager):
             self._tree = tree
             self._branch_cache = self._context_cache = None
             self._message_cache.clear()
+
+
+def _landed(lines: list[bytes], payload: list[bytes]) -> int:
+    """How many of ``payload``'s first lines ``lines`` holds already: a push of them whose
+    reply was lost (a dropped connection, a cancelled flush) landed all the same. One
+    script pushes its lines together, so they are one run; every line holds its entry's
+    unique id, so an equal line is ours."""
+    try:
+        start = lines.index(payload[0])
+    except ValueError:
+        return 0
+    count = 0
+    for have, want in zip(lines[start:], payload, strict=False):
+        if have != want:
+            break
+        count += 1
+    return count
 
 
 async def _read_all(conn: RedisConnection, session_id: str) -> tuple[list[bytes], int]:
