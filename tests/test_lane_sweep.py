@@ -18,10 +18,11 @@ import anyio
 import filelock
 import pytest
 
-from openclaw_runtime import _flock
+from openclaw_runtime import Runtime, _flock
 from openclaw_runtime._flock import FlockLock, remove_lock_file
 from openclaw_runtime.runner.file_lanes import FileLanes
 from openclaw_runtime.runner.lane_sweep import LaneSweep, sweep_lane_locks
+from tests.run_support import ProbeProvider, probe_config
 
 fcntl = pytest.importorskip("fcntl")
 
@@ -394,3 +395,21 @@ async def test_aclose_without_releases_does_not_sweep(tmp_path: Path) -> None:
     (tmp_path / "old.json.lock").write_bytes(b"")
     await FileLanes(tmp_path).aclose()
     assert (tmp_path / "old.json.lock").exists()
+
+
+@pytest.mark.anyio
+async def test_runtime_aclose_sweeps_the_lanes_of_earlier_runtimes(tmp_path: Path) -> None:
+    # one runtime a process, as `openclaw-runtime run` is: each close sweeps what the earlier
+    # ones left and keeps only its own lane's lock file
+    lanes_dir = tmp_path / "lanes"
+    for index in range(6):
+        probe = ProbeProvider()
+        runtime = Runtime(probe_config(tmp_path), plugins=[probe.plugin()], load_entrypoints=False)
+        try:
+            result = await runtime.run("hello", session_id=f"s{index}")
+            assert result.ok, result
+            assert len(locks(lanes_dir)) == (1 if index == 0 else 2)  # its own and the last's
+        finally:
+            await runtime.aclose()
+        assert len(locks(lanes_dir)) == 1
+    assert [p.name for p in lanes_dir.iterdir()] == locks(lanes_dir)  # no record left
