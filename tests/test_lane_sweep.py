@@ -9,8 +9,10 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import threading
 import types
+import warnings
 from collections.abc import Collection
 from pathlib import Path
 
@@ -388,6 +390,24 @@ async def test_a_sweep_stopped_at_its_budget_goes_on_from_there(tmp_path: Path) 
     removed = [lanes.sweep().removed for _ in range(4)]
     assert sum(removed) == 40
     assert len(locks(tmp_path)) == 40
+
+
+def test_a_forked_child_does_not_inherit_a_running_sweep(tmp_path: Path) -> None:
+    lanes = FileLanes(tmp_path, sweep_every=0)
+    (tmp_path / "old.json.lock").write_bytes(b"")
+    lanes._sweep_lock.acquire()  # a sweep thread is running in the parent at the fork
+    try:
+        with warnings.catch_warnings():  # 3.12+ warns about forking a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: its sweep does not wait for the parent's thread
+            signal.alarm(20)  # (if it did, it would wait forever)
+            os._exit(0 if lanes.sweep().removed == 1 else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        lanes._sweep_lock.release()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not exists(os.fspath(tmp_path / "old.json.lock"))
 
 
 @pytest.mark.anyio

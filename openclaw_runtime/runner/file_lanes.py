@@ -365,6 +365,7 @@ class FileLanes:
         #: shared lanes released since the last sweep: it spares them (likely taken again)
         self._released: set[str] = set()
         self._sweep_lock = threading.Lock()  # one sweep at a time
+        self._sweep_pid = os.getpid()  # whose lock it is (``_sweep_lock_here``)
         self._sweep_from = 0  # where the next sweep starts (the last one stopped at its budget)
 
     def shares(self, lane: str) -> bool:
@@ -383,8 +384,15 @@ class FileLanes:
         """Remove the lock files of lanes with no record and no lock holder, except those of
         ``spare_lanes`` (``lane_sweep.sweep_lane_locks``), after any sweep running now.
         Blocking: call from a worker thread."""
-        with self._sweep_lock:
+        with self._sweep_lock_here():
             return self._swept(spare_lanes)
+
+    def _sweep_lock_here(self) -> threading.Lock:
+        """The sweep lock of this process: a child forked while a sweep ran would inherit it
+        held by a thread it does not have, so a new process starts with a new lock."""
+        if self._sweep_pid != os.getpid():
+            self._sweep_lock, self._sweep_pid = threading.Lock(), os.getpid()
+        return self._sweep_lock
 
     def _swept(self, spare_lanes: Collection[str]) -> LaneSweep:
         done = sweep_lane_locks(
@@ -414,7 +422,7 @@ class FileLanes:
     def _sweep_in_background(self) -> None:
         # the lock is taken here, on the loop, and let go by the thread: a sweep started and
         # not yet running still counts as running (``sweep`` waits for it)
-        if not self._sweep_lock.acquire(blocking=False):
+        if not self._sweep_lock_here().acquire(blocking=False):
             return  # one is running: this period's lanes are swept next time
         thread = threading.Thread(
             target=self._sweep_then_unlock,
