@@ -411,6 +411,24 @@ def test_a_forked_child_does_not_inherit_a_running_sweep(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
+async def test_a_sweep_that_fails_never_fails_the_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lanes = FileLanes(tmp_path)
+    async with lanes.hold("session:k"):
+        pass
+    (tmp_path / "old.json.lock").write_bytes(b"")
+
+    def refuse(path: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    await lanes.aclose()  # no error
+    monkeypatch.undo()
+    assert exists(os.fspath(tmp_path / "old.json.lock"))
+
+
+@pytest.mark.anyio
 async def test_aclose_without_releases_does_not_sweep(tmp_path: Path) -> None:
     (tmp_path / "old.json.lock").write_bytes(b"")
     await FileLanes(tmp_path).aclose()

@@ -395,12 +395,16 @@ class FileLanes:
         return self._sweep_lock
 
     def _swept(self, spare_lanes: Collection[str]) -> LaneSweep:
-        done = sweep_lane_locks(
-            self.store.directory,
-            spare={_lane_file_name(lane) for lane in spare_lanes},
-            max_entries=self.sweep_max_entries,
-            start_at=self._sweep_from,
-        )
+        try:
+            done = sweep_lane_locks(
+                self.store.directory,
+                spare={_lane_file_name(lane) for lane in spare_lanes},
+                max_entries=self.sweep_max_entries,
+                start_at=self._sweep_from,
+            )
+        except OSError as exc:  # housekeeping: never a failure of a run or of the close
+            logger.debug("lane sweep of %s stopped: %s", self.store.directory, exc)
+            return LaneSweep()
         self._sweep_from = done.resume_at
         if done.removed or not done.complete:
             logger.debug(
