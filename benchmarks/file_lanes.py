@@ -34,11 +34,12 @@ from openclaw_runtime.runner.file_lanes import FileLanes
 from openclaw_runtime.runner.lanes import InProcessLanes
 
 
-async def holds(lanes: Any, count: int) -> float:
+async def holds(lanes: Any, count: int, sessions: int = 50) -> float:
+    """µs per turn holding ``session:s<n % sessions>`` then ``main`` (0: a new session each)."""
     start = time.perf_counter()
     for n in range(count):
         async with (
-            lanes.hold(f"session:s{n % 50}", timeout_s=600),
+            lanes.hold(f"session:s{n % sessions if sessions else n}", timeout_s=600),
             lanes.hold("main", capacity=4, timeout_s=600),
         ):
             pass
@@ -49,23 +50,12 @@ def best(make: Any, count: int, repeat: int) -> float:
     return min(anyio.run(holds, make(), count) for _ in range(repeat))
 
 
-async def fresh_holds(lanes: Any, count: int) -> float:
-    start = time.perf_counter()
-    for n in range(count):
-        async with (
-            lanes.hold(f"session:f{n}", timeout_s=600),
-            lanes.hold("main", capacity=4, timeout_s=600),
-        ):
-            pass
-    return (time.perf_counter() - start) / count * 1e6
-
-
 def fresh(root: Path, count: int, repeat: int) -> tuple[float, int]:
     """Best µs per turn holding a new session each turn, and the lock files the last left."""
     times, left = [], 0
     for index in range(repeat):
         directory = root / f"fresh{index}"
-        times.append(anyio.run(fresh_holds, FileLanes(directory), count))
+        times.append(anyio.run(holds, FileLanes(directory), count, 0))
         time.sleep(0.5)  # let a sweep started at the end finish
         left = sum(1 for name in os.listdir(directory) if name.endswith(".lock"))
     return min(times), left

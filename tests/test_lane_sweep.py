@@ -13,7 +13,7 @@ import signal
 import threading
 import types
 import warnings
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import anyio
@@ -45,6 +45,19 @@ def fake_fcntl(flock: object) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_NB=fcntl.LOCK_NB, LOCK_UN=fcntl.LOCK_UN
     )
+
+
+def before_first_flock(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+    """Run ``action`` once, right before the first ``flock`` ``_flock`` makes (after its open)."""
+    calls: list[int] = []
+
+    def flock(fd: int, operation: int) -> None:
+        calls.append(operation)
+        if len(calls) == 1:
+            action()
+        fcntl.flock(fd, operation)
+
+    monkeypatch.setattr(_flock, "fcntl", fake_fcntl(flock))
 
 
 # remove_lock_file ------------------------------------------------------------------------------
@@ -117,16 +130,12 @@ def test_a_file_replaced_between_open_and_lock_is_not_removed(
 ) -> None:
     path = tmp_path / "a.json.lock"
     path.write_bytes(b"")
-    calls: list[int] = []
 
-    def flock(fd: int, operation: int) -> None:
-        if not calls and operation & fcntl.LOCK_EX:
-            path.unlink()  # another sweep removed it, and a taker made a new one
-            path.write_bytes(b"new")
-        calls.append(operation)
-        fcntl.flock(fd, operation)
+    def replace() -> None:  # another sweep removed it, and a taker made a new one
+        path.unlink()
+        path.write_bytes(b"new")
 
-    monkeypatch.setattr(_flock, "fcntl", fake_fcntl(flock))
+    before_first_flock(monkeypatch, replace)
     assert not remove_lock_file(os.fspath(path), never)
     assert path.read_bytes() == b"new"
 
@@ -138,15 +147,11 @@ def test_a_taker_that_opened_the_removed_file_locks_the_new_one(
     # removed it finds the name gone after its flock and takes the file there now
     path = tmp_path / "a.json.lock"
     path.write_bytes(b"")
-    calls: list[int] = []
 
-    def flock(fd: int, operation: int) -> None:
-        calls.append(operation)
-        if len(calls) == 1:
-            assert remove_lock_file(os.fspath(path), never)  # the sweep, between open and flock
-        fcntl.flock(fd, operation)
+    def sweep() -> None:  # the sweep, between the taker's open and its flock
+        assert remove_lock_file(os.fspath(path), never)
 
-    monkeypatch.setattr(_flock, "fcntl", fake_fcntl(flock))
+    before_first_flock(monkeypatch, sweep)
     lock = FlockLock(path, timeout=0)
     lock.acquire()
     try:
