@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 import filelock
@@ -29,7 +30,7 @@ try:  # fcntl is missing on Windows, where filelock does the work
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_OPEN_FLAGS", "FlockLock", "make_lock_file"]
+__all__ = ["LOCK_OPEN_FLAGS", "FlockLock", "make_lock_file", "remove_lock_file"]
 
 #: ``flock`` errors that mean "this file system cannot lock", not "someone holds it".
 _NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL})
@@ -55,6 +56,48 @@ def make_lock_file(path: str | os.PathLike[str], mode: int | None = None) -> Non
     """Create the file ``FlockLock(path, mode=mode)`` locks (same flags and mode: no symbolic
     link followed) without locking it: making the file needs no lock and never waits."""
     os.close(os.open(path, LOCK_OPEN_FLAGS, 0o666 if mode is None else mode))
+
+
+def _still_linked(path: str, fd: int) -> bool:
+    """Whether ``path`` still names the inode open as ``fd`` (not removed, renamed or replaced)."""
+    try:
+        on_disk = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (on_disk.st_ino, on_disk.st_dev) == (held.st_ino, held.st_dev)
+
+
+def remove_lock_file(path: str, in_use: Callable[[], bool]) -> bool:
+    """Remove the lock file ``path`` while holding its ``flock``, unless someone holds it, it is
+    gone or was replaced, or ``in_use()`` (asked under the lock) says its state is still there.
+
+    Safe against every ``FlockLock`` taker: each re-checks after its ``flock`` that the name
+    still points at the inode it locked and retries on the file there now (``filelock`` ≥ 4 on
+    POSIX checks the inode is still linked, which sees an ``unlink`` too). Never removes a file
+    it cannot ``flock`` (a file system without ``flock``, where ``filelock``'s soft fallback
+    uses the file's existence as the lock), and never creates one (no ``O_CREAT``).
+    ``True`` when the file was removed."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return False
+    try:
+        fd = os.open(path, LOCK_OPEN_FLAGS & ~os.O_CREAT)
+    except OSError:  # gone already, a symbolic link, unreadable: not ours to remove
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by someone (BlockingIOError), or no flock here
+            return False
+        try:
+            if not _still_linked(path, fd) or in_use():
+                return False
+            os.unlink(path)
+            return True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 class FlockLock:
@@ -115,20 +158,13 @@ class FlockLock:
             except BaseException:
                 os.close(fd)
                 raise
-            if self._still_linked(fd):
+            if _still_linked(self.path, fd):
                 self._fd = fd
                 return
-            # Someone removed or replaced the file between our open and our lock: the lock we
-            # hold is on an orphan inode nobody else will see. Lock the file that is there now.
+            # Someone removed or replaced the file between our open and our lock (a sweep,
+            # ``remove_lock_file``): the lock we hold is on an orphan inode nobody else will
+            # see. Lock the file that is there now.
             os.close(fd)
-
-    def _still_linked(self, fd: int) -> bool:
-        try:
-            on_disk = os.stat(self.path, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        held = os.fstat(fd)
-        return (on_disk.st_ino, on_disk.st_dev) == (held.st_ino, held.st_dev)
 
     def _acquire_fallback(self) -> None:
         lock = (

@@ -19,6 +19,12 @@ without a beat is stale, and the next waiter takes the lane over (the rule is
 ``file_lane_policy.is_stale_lane_record``). A holder that finds at its next beat that it was
 taken over is cancelled (``LaneTimeoutError``) instead of running on beside the new holder.
 
+A lane's lock file outlives its record (reopening it is cheaper than creating it again): the
+lock files of lanes nobody holds, waits on or used lately are removed in bulk by a sweep
+(``lane_sweep``) in a thread after every ``sweep_every`` distinct lanes this process released,
+and when the runtime closes (``aclose``), sparing the lanes this process holds, waits on or
+released since its last sweep.
+
 The **global lane**'s cap is per process by default (each process runs up to
 ``[agent] max_concurrent`` turns); ``[agent] global_cap_scope = "machine"`` makes it a counted
 semaphore across the machine in the same way (one record with up to N holders).
@@ -31,9 +37,10 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,11 +69,13 @@ from .file_lane_policy import (
     release_file_lane,
     step_file_lane,
 )
+from .lane_sweep import SWEEP_MAX_ENTRIES, LaneSweep, sweep_lane_locks
 from .lanes import InProcessLanes
 
 __all__ = [
     "HOLDER_BEAT_EVERY_S",
     "HOLD_STALE_MARGIN_S",
+    "SWEEP_EVERY_LANES",
     "FileLaneLease",
     "FileLaneStore",
     "FileLanes",
@@ -86,6 +95,9 @@ _POLL_FIRST_S = 0.005
 _POLL_MAX_S = 0.1
 #: How long one step waits for the record's file lock before trying again later.
 _LOCK_WAIT_S = 1.0
+#: A sweep of unused lock files starts after this many distinct lanes were released by this
+#: process since the last one (a fresh session adds one lock file; see ``FileLanes.sweep``).
+SWEEP_EVERY_LANES = 1024
 #: Lanes whose record path ``FileLaneStore.path`` remembers (then it starts over).
 _PATH_MEMO_SIZE = 4096
 
@@ -335,6 +347,8 @@ class FileLanes:
         stale_margin_s: float = HOLD_STALE_MARGIN_S,
         beat_every_s: float = HOLDER_BEAT_EVERY_S,
         store: FileLaneStore | None = None,
+        sweep_every: int = SWEEP_EVERY_LANES,
+        sweep_max_entries: int = SWEEP_MAX_ENTRIES,
     ) -> None:
         if global_cap_scope not in ("process", "machine"):
             raise ValueError(
@@ -345,6 +359,14 @@ class FileLanes:
         self.stale_margin_s = stale_margin_s
         self.beat_every_s = beat_every_s
         self._local = InProcessLanes()
+        #: the sweep's trigger (0: never in the background) and its budget of entries
+        self.sweep_every = sweep_every
+        self.sweep_max_entries = sweep_max_entries
+        #: shared lanes released since the last sweep: it spares them (likely taken again)
+        self._released: set[str] = set()
+        self._sweep_lock = threading.Lock()  # one sweep at a time
+        self._sweep_pid = os.getpid()  # whose lock it is (``_sweep_lock_here``)
+        self._sweep_from = 0  # where the next sweep starts (the last one stopped at its budget)
 
     def shares(self, lane: str) -> bool:
         """Whether ``lane`` is held across processes (else only in this one)."""
@@ -357,6 +379,79 @@ class FileLanes:
     def status(self, lane: str) -> FileLaneState:
         """The shared record of ``lane``: holders and waiters of every process."""
         return self.store.read(lane)
+
+    def sweep(self, spare_lanes: Collection[str] = ()) -> LaneSweep:
+        """Remove the lock files of lanes with no record and no lock holder, except those of
+        ``spare_lanes`` (``lane_sweep.sweep_lane_locks``), after any sweep running now.
+        Blocking: call from a worker thread."""
+        with self._sweep_lock_here():
+            return self._swept(spare_lanes)
+
+    def _sweep_lock_here(self) -> threading.Lock:
+        """The sweep lock of this process: a child forked while a sweep ran would inherit it
+        held by a thread it does not have, so a new process starts with a new lock."""
+        if self._sweep_pid != os.getpid():
+            self._sweep_lock, self._sweep_pid = threading.Lock(), os.getpid()
+        return self._sweep_lock
+
+    def _swept(self, spare_lanes: Collection[str]) -> LaneSweep:
+        try:
+            done = sweep_lane_locks(
+                self.store.directory,
+                spare={_lane_file_name(lane) for lane in spare_lanes},
+                max_entries=self.sweep_max_entries,
+                start_at=self._sweep_from,
+            )
+        except OSError as exc:  # housekeeping: never a failure of a run or of the close
+            logger.debug("lane sweep of %s stopped: %s", self.store.directory, exc)
+            return LaneSweep()
+        self._sweep_from = done.resume_at
+        if done.removed or not done.complete:
+            logger.debug(
+                "lane sweep of %s: removed %d unused lock files, looked at %d entries%s",
+                self.store.directory,
+                done.removed,
+                done.looked_at,
+                "" if done.complete else " (stopped at its budget)",
+            )
+        return done
+
+    def _lanes_to_spare(self) -> frozenset[str]:
+        """This process's lanes: released since the last sweep, held or waited on (a new
+        period of releases starts)."""
+        spare = frozenset(self._released).union(self._local.stats())
+        self._released = set()
+        return spare
+
+    def _sweep_in_background(self) -> None:
+        # the lock is taken here, on the loop, and let go by the thread: a sweep started and
+        # not yet running still counts as running (``sweep`` waits for it)
+        if not self._sweep_lock_here().acquire(blocking=False):
+            return  # one is running: this period's lanes are swept next time
+        thread = threading.Thread(
+            target=self._sweep_then_unlock,
+            args=(self._lanes_to_spare(),),
+            name="openclaw-lane-sweep",
+            daemon=True,
+        )
+        try:
+            thread.start()
+        except RuntimeError:  # no new threads at interpreter shutdown: skip it
+            self._sweep_lock.release()
+
+    def _sweep_then_unlock(self, spare_lanes: frozenset[str]) -> None:
+        try:
+            # and the lanes released since the trigger (one C-level copy of the set: atomic
+            # against the loop's adds under the GIL, and under a free-threaded build's locks)
+            self._swept(spare_lanes.union(self._released))
+        finally:
+            self._sweep_lock.release()
+
+    async def aclose(self) -> None:
+        """Sweep the unused lock files (in a worker thread) if this process released a shared
+        lane since the last sweep (``Runtime.aclose`` calls this)."""
+        if self._released:
+            await anyio.to_thread.run_sync(self.sweep, self._lanes_to_spare())
 
     def hold(
         self,
@@ -409,6 +504,10 @@ class FileLanes:
                 if not self.store.release(lane, claimant.id, 0):
                     with anyio.CancelScope(shield=True):
                         await anyio.to_thread.run_sync(self.store.release, lane, claimant.id)
+                released = self._released
+                released.add(lane)
+                if len(released) >= self.sweep_every > 0:
+                    self._sweep_in_background()
 
     async def _release(self, lane: str, claim_id: str) -> None:
         # usually nobody else holds the record's lock: a small read and write right here
