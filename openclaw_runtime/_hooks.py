@@ -14,25 +14,25 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+# Package faces: ``failover.FailoverSignal`` and ``transcript.TranscriptPolicy`` load when first
+# read (``typing.get_type_hints``), not with ``Runtime()`` (start-up time).
+import openclaw_runtime.failover as failover
+import openclaw_runtime.transcript as transcript
 
 from ._components import Components, component_clashes, registries
 from ._exceptions import ConfigurationError, HookError, OpenClawRuntimeError, OpenClawRuntimeWarning
 from ._plugins import HookCall, OpenClawPluginManager
 from ._registry import ComponentRegistry
-from ._types import RunBlock
+from ._types import RunBlock, RuntimeView
 from .backends import BACKEND_KINDS
+from .config import RuntimeConfig
 from .containment import PluginFault, PluginGuard
+from .events import Event
 from .redaction import package_logger
 from .runner.cron_reply import ReplyClaim, normalize_reply_claim
 from .runner.finalize import FinalizeDecision, merge_finalize_decisions, normalize_finalize_decision
-
-if TYPE_CHECKING:
-    from ._types import RuntimeView
-    from .config import RuntimeConfig
-    from .events import Event
-    from .failover.reasons import FailoverClassification, FailoverSignal
-    from .transcript.policy import TranscriptPolicy
 
 __all__ = ["Hooks"]
 
@@ -265,8 +265,8 @@ class Hooks:
             self._each("on_agent_event", {"event": event, "session_id": session_id})
 
     def classify_failover(
-        self, signal: FailoverSignal
-    ) -> tuple[FailoverClassification | None, str | None]:
+        self, signal: failover.FailoverSignal
+    ) -> tuple[failover.FailoverClassification | None, str | None]:
         """The first classification and the plugin that gave it."""
         kwargs = {
             "signal": signal,
@@ -280,12 +280,12 @@ class Hooks:
         return self._first("classify_failover", kwargs)
 
     def validate_replay_turns(
-        self, messages: list[Any], policy: TranscriptPolicy
+        self, messages: list[Any], policy: transcript.TranscriptPolicy
     ) -> tuple[list[Any] | None, str | None]:
         """The first validator's answer and its plugin."""
         return self._first("validate_replay_turns", {"messages": messages, "policy": policy})
 
-    def turn_validation_abstains(self, policy: TranscriptPolicy) -> bool:
+    def turn_validation_abstains(self, policy: transcript.TranscriptPolicy) -> bool:
         """Whether ``validate_replay_turns`` would answer ``None`` now without any effect,
         for any history: the policy asks for no turn validation and the built-in validator
         (which then abstains untouched) is the only implementation, with no call monitor,

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from ._exceptions import ConfigurationError
-
-if TYPE_CHECKING:
-    from ._hooks import Hooks
+from ._hooks import Hooks
 
 __all__ = [
     "DeclaredSettings",

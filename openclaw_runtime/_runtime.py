@@ -14,9 +14,17 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
+
+# Package faces, not their modules: the annotations below name the run path's types through
+# them, so ``typing.get_type_hints`` resolves those names (a face loads a name when it is first
+# read) while ``from openclaw_runtime import Runtime`` and ``Runtime()`` stay cheap.
+import openclaw_runtime.agent as agent
+import openclaw_runtime.backends as backends
+import openclaw_runtime.context as context
+import openclaw_runtime.runner as runner
 
 from ._components import Components, component_clashes
 from ._exceptions import ConfigurationError, OpenClawRuntimeError, RunBlockedError
@@ -33,6 +41,7 @@ from ._registry import BUILTIN_PLUGIN_PREFIX, ComponentClash, Registration
 from ._runtime_live import LiveRunVerbs
 from .config import PluginSettings, RuntimeConfig
 from .containment import BreakerPolicy, PluginGuard, component_unit
+from .events import Event
 from .failover.events import redact_secret_text
 from .llm import Model, StreamFn
 from .messages import UserMessage
@@ -41,18 +50,6 @@ from .providers.model_hints import UnknownModelError, missing_provider_plugin
 from .providers.registry import ModelRegistry
 from .redaction import package_logger, redact_event
 from .runner.services import RunServices
-
-# Type-only: what a first run, an agent or a compaction needs loads when it is first used
-# (start-up time: ``from openclaw_runtime import Runtime`` and ``Runtime()`` stay cheap).
-if TYPE_CHECKING:
-    from .agent import Agent, AgentTool
-    from .agent.options import AgentOptions
-    from .backends import AuthStore, LaneBackend, Session, SessionIndex, SessionStore, SteeringStore
-    from .context.engine import CompactResult
-    from .context.registry import ContextEngineSlot
-    from .events import Event
-    from .runner.request import RunRequest, RunResult
-    from .runner.run_options import RunOptions
 
 __all__ = ["Runtime"]
 
@@ -122,7 +119,7 @@ class Runtime(LiveRunVerbs):
         )
         self.env: Mapping[str, str] | None = env
         self._components: Components | None = None
-        self._context_slot: ContextEngineSlot | None = None
+        self._context_slot: context.ContextEngineSlot | None = None
         #: The five backends and the sessions kept open between turns, handed to every run.
         self.services = RunServices(self._backend, check=self._check_backend_names)
         #: Context limits providers stated in overflow errors (``provider/model`` → tokens),
@@ -197,7 +194,7 @@ class Runtime(LiveRunVerbs):
         return self.forward_compat.get(ref)
 
     @property
-    def context_engines(self) -> ContextEngineSlot:
+    def context_engines(self) -> context.ContextEngineSlot:
         """The context-engine slot: resolution and quarantines (list, clear)."""
         if self._context_slot is None:
             # lazy: start-up time (the context engines load with the first run)
@@ -317,13 +314,13 @@ class Runtime(LiveRunVerbs):
         self,
         *,
         model: str | Model | None = None,
-        tools: Sequence[AgentTool] = (),
+        tools: Sequence[agent.AgentTool] = (),
         system_prompt: str | None = None,
         session_id: str | None = None,
         session_key: str | None = None,
         trigger: str = "user",
-        **agent_options: Unpack[AgentOptions],
-    ) -> Agent:
+        **agent_options: Unpack[agent.AgentOptions],
+    ) -> agent.Agent:
         """An ``Agent`` wired to this runtime: its model's provider, ``before_agent_run``
         vetoes and ``on_agent_event`` observers. ``agent_options`` are ``Agent`` keywords
         (``AgentOptions``); an unknown one is a ``TypeError`` naming it."""
@@ -384,30 +381,30 @@ class Runtime(LiveRunVerbs):
         )
 
     @property
-    def lanes(self) -> LaneBackend:
+    def lanes(self) -> backends.LaneBackend:
         """The lane backend (``[backends] lanes``; default ``FileLanes``: session lanes hold
         across the processes on one state dir, the global cap per ``[agent] global_cap_scope``)."""
         return self.services.lanes
 
     @property
-    def auth_store(self) -> AuthStore:
+    def auth_store(self) -> backends.AuthStore:
         """The auth-profile ledger (``[backends] auth_store``; default the locked JSON file)."""
         return self.services.auth_store
 
     @property
-    def session_store(self) -> SessionStore:
+    def session_store(self) -> backends.SessionStore:
         """Where transcripts live (``[backends] session_store``; default ``<state_dir>/sessions``,
         one JSONL file per session, appends buffered and flushed at every turn end)."""
         return self.services.session_store
 
     @property
-    def steering_store(self) -> SteeringStore:
+    def steering_store(self) -> backends.SteeringStore:
         """Sub-agent results waiting for their requester's next turn (``[backends]
         steering_store``; default ``<state_dir>/subagents/runs.json``)."""
         return self.services.steering_store
 
     @property
-    def session_index(self) -> SessionIndex:
+    def session_index(self) -> backends.SessionIndex:
         """Session key → session id (``[backends] session_index``; default
         ``<state_dir>/sessions/index.json``)."""
         return self.services.session_index
@@ -426,11 +423,11 @@ class Runtime(LiveRunVerbs):
     def max_open_sessions(self, value: int) -> None:
         self.services.max_open_sessions = value
 
-    async def checkout_session(self, session_id: str, *, cwd: str) -> Session:
+    async def checkout_session(self, session_id: str, *, cwd: str) -> backends.Session:
         """``services.checkout_session``: an open session for a run."""
         return await self.services.checkout_session(session_id, cwd=cwd)
 
-    async def checkin_session(self, session: Session) -> None:
+    async def checkin_session(self, session: backends.Session) -> None:
         """``services.checkin_session``: keep a session open for its next turn."""
         await self.services.checkin_session(session)
 
@@ -447,10 +444,10 @@ class Runtime(LiveRunVerbs):
         self,
         prompt: str | None = None,
         *,
-        request: RunRequest | None = None,
+        request: runner.RunRequest | None = None,
         on_event: Callable[[Event], Any] | None = None,
-        **options: Unpack[RunOptions],
-    ) -> RunResult:
+        **options: Unpack[runner.RunOptions],
+    ) -> runner.RunResult:
         """Run one agent turn: ``await runtime.run("hi", session_id="s1")``.
 
         Keyword options are ``RunRequest`` fields (``RunOptions``: ``session_id``,
@@ -481,7 +478,7 @@ class Runtime(LiveRunVerbs):
         model: str | None = None,
         force: bool = True,
         custom_instructions: str | None = None,
-    ) -> CompactResult:
+    ) -> context.CompactResult:
         """Compact a stored session now, queued behind its running turn (``CompactResult``).
 
         Not for use inside a run of the same session (``LaneReentryError``): the run loop

@@ -22,15 +22,12 @@ What ``steer`` does in each case (documented in docs/runs.md):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .abort import AbortError
-from .runner.live import LiveMessageKind, LiveMessageResult, validate_live_text
+from .runner.live import LiveMessageKind, LiveMessageResult, LiveRunHandle, validate_live_text
 from .runner.live_run import live_inbox_of
-
-if TYPE_CHECKING:
-    from .runner.live import LiveRunHandle
-    from .runner.services import RunServices
+from .runner.services import RunServices
 
 __all__ = ["LiveRunVerbs"]
 

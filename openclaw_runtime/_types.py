@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .config import RuntimeConfig
+from .config import RuntimeConfig
 
 __all__ = [
     "RegisterBackend",

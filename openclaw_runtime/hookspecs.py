@@ -22,28 +22,29 @@ not supported on these hooks.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pluggy
+
+# Package faces: ``failover.FailoverSignal`` and ``transcript.TranscriptPolicy`` load when first
+# read (``typing.get_type_hints``), not when ``Runtime()`` loads the hookspecs (start-up time).
+import openclaw_runtime.failover as failover
+import openclaw_runtime.transcript as transcript
 
 from ._markers import hookspec
-
-if TYPE_CHECKING:
-    import pluggy
-
-    from ._types import (
-        RegisterBackend,
-        RegisterComponent,
-        RegisterModel,
-        RegisterOrdered,
-        RegisterPromptSection,
-        RegisterSettings,
-        RunBlock,
-        RuntimeView,
-    )
-    from .events import Event
-    from .failover.reasons import FailoverClassification, FailoverSignal
-    from .runner.cron_reply import ReplyClaim
-    from .runner.finalize import FinalizeDecision
-    from .transcript.policy import TranscriptPolicy
+from ._types import (
+    RegisterBackend,
+    RegisterComponent,
+    RegisterModel,
+    RegisterOrdered,
+    RegisterPromptSection,
+    RegisterSettings,
+    RunBlock,
+    RuntimeView,
+)
+from .events import Event
+from .runner.cron_reply import ReplyClaim
+from .runner.finalize import FinalizeDecision
 
 __all__ = [
     "before_agent_finalize",
@@ -266,14 +267,14 @@ def register_context_engines(register: RegisterComponent) -> None:
 
 @hookspec(firstresult=True)
 def classify_failover(
-    signal: FailoverSignal,
+    signal: failover.FailoverSignal,
     provider: str | None,
     model: str | None,
     status: int | None,
     message: str | None,
     code: str | None,
     error_type: str | None,
-) -> FailoverClassification | None:
+) -> failover.FailoverClassification | None:
     """Classify a failed model call: why did it fail?
 
     Called once per failure, before any failover decision. The convenience arguments repeat
@@ -316,7 +317,9 @@ def register_transcript_sanitizers(register: RegisterOrdered) -> None:
 
 
 @hookspec(firstresult=True)
-def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list[Any] | None:
+def validate_replay_turns(
+    messages: list[Any], policy: transcript.TranscriptPolicy
+) -> list[Any] | None:
     """Make a sanitized history acceptable to one provider (turn order, alternation).
 
     Called once per model call, after the sanitizers.

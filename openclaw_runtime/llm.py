@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from pydantic import Field, model_validator
 
+from .abort import AbortSignal
+from .events import AssistantMessageEventStream
 from .messages import Message, WireModel
-
-if TYPE_CHECKING:
-    from .abort import AbortSignal
-    from .events import AssistantMessageEventStream
 
 __all__ = [
     "Context",

@@ -139,8 +139,8 @@ StreamRepairer: TypeAlias = Callable[
 TranscriptSanitizer: TypeAlias = Callable[[list[Any], TranscriptPolicy], list[Any]]
 #: ``register_context_engines``: ``factory()`` (or ``factory(context)``) returns an engine
 #: (or an awaitable of one).
-ContextEngineFactory: TypeAlias = Callable[..., "ContextEngine | Awaitable[ContextEngine]"]
+ContextEngineFactory: TypeAlias = Callable[..., ContextEngine | Awaitable[ContextEngine]]
 #: ``register_backends``: ``factory(runtime)`` returns an object meeting its kind's protocol.
 BackendFactory: TypeAlias = Callable[[RuntimeView], Any]
 #: ``register_prompt_sections``: ``render(context)`` returns the text, its lines, or None.
-PromptSectionRender: TypeAlias = Callable[[PromptContext], "str | Sequence[str] | None"]
+PromptSectionRender: TypeAlias = Callable[[PromptContext], str | Sequence[str] | None]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 import threading
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +23,8 @@ from openclaw_runtime.transcript.jsonl import (
     session_lock_at,
 )
 from openclaw_runtime.transcript.store import JsonlSessionStore
+from tests.append_support import Clock, fixed_entry_ids
 from tests.test_memory_append_fast_path import _random_appends
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 12, 4, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=7)
-        return self.moment
-
-
-def _ids(monkeypatch: pytest.MonkeyPatch, start: int = 0) -> None:
-    ids = iter(f"{n:08x}" for n in range(start, start + 10_000))
-    monkeypatch.setattr("openclaw_runtime.transcript.append.generate_entry_id", lambda _: next(ids))
 
 
 async def _old_append(
@@ -98,8 +84,8 @@ async def _script(
     (another writer) appending and flushing between some of them, and the session reopened
     once (its lock file found, not made)."""
     rng = random.Random(seed)
-    _ids(monkeypatch)
-    store = JsonlSessionStore(root, durability="none", now=_Clock())
+    fixed_entry_ids(monkeypatch)
+    store = JsonlSessionStore(root, durability="none", now=Clock())
     session = await store.create("s", cwd="/w")
     returned: list[Any] = []
     for step in range(8):
@@ -110,12 +96,12 @@ async def _script(
             await session.flush()  # nothing pending
         if rng.random() < 0.35:
             await session.flush()
-            other = await JsonlSessionStore(root, durability="none", now=_Clock()).open("s")
-            _ids(monkeypatch, 100_000 * (step + 1))
+            other = await JsonlSessionStore(root, durability="none", now=Clock()).open("s")
+            fixed_entry_ids(monkeypatch, 100_000 * (step + 1))
             returned.append(await other.append_custom_entry("other", {"step": step}))
             await other.flush()
             await other.aclose()
-            _ids(monkeypatch, 1_000 * (step + 1))
+            fixed_entry_ids(monkeypatch, 1_000 * (step + 1))
         if step == 4:
             await session.flush()
             await session.aclose()

@@ -5,7 +5,6 @@ bytes: both must change nothing."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -24,20 +23,8 @@ from openclaw_runtime.messages import (
 from openclaw_runtime.redaction import contains_secret, redact_data
 from openclaw_runtime.transcript.jsonl import encode_record
 from openclaw_runtime.transcript.memory import MemorySession, MemorySessionStore
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 12, 4, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=7)
-        return self.moment
-
-
-def _ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    ids = iter(f"{n:08x}" for n in range(10_000))
-    monkeypatch.setattr("openclaw_runtime.transcript.append.generate_entry_id", lambda _: next(ids))
+from tests.append_support import Clock as _Clock
+from tests.append_support import fixed_entry_ids as _ids
 
 
 async def _random_appends(session: Any, rng: random.Random, count: int) -> list[Any]:

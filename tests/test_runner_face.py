@@ -13,6 +13,7 @@ RUNNER_PUBLIC_API = {
     "compact_session_queued",
     "RunRequest",
     "RunResult",
+    "RunOptions",  # the keywords of Runtime.run, named by its signature
     "RunErrorInfo",
     "RunEventCallback",
     "AgentRunTerminalOutcome",

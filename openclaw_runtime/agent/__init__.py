@@ -20,6 +20,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
         agent_loop, agent_loop_continue, remove_non_executable_tool_calls, run_agent_loop,
         run_agent_loop_continue,
     )
+    from .options import AgentOptions
     from .tools import (
         AgentTool, AgentToolResult, ToolArgumentError, ToolExecutionMode, tool,
         validate_tool_arguments,
@@ -41,6 +42,7 @@ _LAZY = {
         "agent_loop agent_loop_continue remove_non_executable_tool_calls run_agent_loop "
         "run_agent_loop_continue"
     ),
+    "options": "AgentOptions",
     "tools": (
         "AgentTool AgentToolResult ToolArgumentError ToolExecutionMode tool "
         "validate_tool_arguments"
@@ -56,7 +58,7 @@ __getattr__ = _lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "INTERRUPTED_TURN_CUSTOM_TYPE", "AfterToolCallContext", "AfterToolCallResult", "Agent",
-    "AgentContext", "AgentListener", "AgentLoopConfig", "AgentState", "AgentTool",
+    "AgentContext", "AgentListener", "AgentLoopConfig", "AgentOptions", "AgentState", "AgentTool",
     "AgentToolResult", "BeforeToolCallContext", "BeforeToolCallResult", "DeferredToolCallContext",
     "PendingMessageQueue", "QueueMode", "ToolArgumentError", "ToolExecutionMode", "TurnContext",
     "TurnUpdate", "agent_loop", "agent_loop_continue", "create_failure_message",

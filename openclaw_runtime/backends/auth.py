@@ -12,14 +12,13 @@ sharing the ledger without each backend re-implementing them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
-if TYPE_CHECKING:
-    from ..auth.state import AuthProfileStoreState
+from ..auth.state import AuthProfileStoreState
 
 __all__ = ["AuthStore", "UpdateFn"]
 
-UpdateFn: TypeAlias = "Callable[[AuthProfileStoreState], AuthProfileStoreState | None]"
+UpdateFn: TypeAlias = Callable[[AuthProfileStoreState], AuthProfileStoreState | None]
 
 
 @runtime_checkable

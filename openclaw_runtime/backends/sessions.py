@@ -15,12 +15,11 @@ the set that matters. ``openclaw_runtime.testing`` has a contract suite for each
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from ..transcript.incremental import IncrementalSanitizer
-    from ..transcript.rewrite import TranscriptRewriteResult
-    from ..transcript.session_context import SessionContext
+# The transcript face, not its modules: the names below load when first read
+# (``typing.get_type_hints``), so importing the protocols stays cheap.
+import openclaw_runtime.transcript as transcript
 
 __all__ = ["Session", "SessionIndex", "SessionIndexEntry", "SessionStore"]
 
@@ -97,7 +96,7 @@ class Session(Protocol):
         ...
 
     @property
-    def replay_sanitizer(self) -> IncrementalSanitizer:
+    def replay_sanitizer(self) -> transcript.IncrementalSanitizer:
         """The session's incremental sanitizer (its cache lives as long as the object)."""
         ...
 
@@ -123,7 +122,7 @@ class Session(Protocol):
 
     def build_session_context(
         self, from_id: str | None = None, *, materialize: bool = True
-    ) -> SessionContext:
+    ) -> transcript.SessionContext:
         """Messages and state of the active branch (or of the branch ending at ``from_id``)."""
         ...
 
@@ -165,7 +164,7 @@ class Session(Protocol):
 
     async def rewrite_transcript_entries(
         self, replacements: Mapping[str, Any]
-    ) -> TranscriptRewriteResult:
+    ) -> transcript.TranscriptRewriteResult:
         """Replace messages on the active branch (entry id → new message), atomically."""
         ...
 

@@ -10,7 +10,8 @@
 
 Layering: ``context`` sits above ``transcript`` (compaction reads session branches through
 ``transcript.session_context``); ``transcript`` never imports ``context``. This face
-re-exports the names the runner uses; everything else is imported from its module.
+re-exports the names the runner uses and the types ``Runtime``'s signatures name
+(``CompactResult``, ``ContextEngineSlot``); everything else is imported from its module.
 """
 
 import typing as _typing
@@ -19,7 +20,7 @@ from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
-    from .engine import ContextEngine  # noqa: I001 (packed: a face has at most 100 lines)
+    from .engine import CompactResult, ContextEngine  # noqa: I001 (packed: face ≤ 100 lines)
     from .guard import (
         MidTurnPrecheckOptions, install_tool_result_context_guard,
         is_mid_turn_precheck_error_message,
@@ -28,6 +29,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
         format_prompt_too_large_message, resolve_prompt_budget,
         should_preemptively_compact_before_prompt, should_refuse_prompt_before_sending,
     )
+    from .registry import ContextEngineSlot
     from .tokens import (
         estimate_llm_boundary_token_pressure, estimate_rendered_llm_boundary_token_pressure,
     )
@@ -38,7 +40,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
 
 #: module -> the public names it provides, each imported on first use (start-up time)
 _LAZY = {
-    "engine": "ContextEngine",
+    "engine": "CompactResult ContextEngine",
     "guard": (
         "MidTurnPrecheckOptions install_tool_result_context_guard "
         "is_mid_turn_precheck_error_message"
@@ -47,6 +49,7 @@ _LAZY = {
         "format_prompt_too_large_message resolve_prompt_budget "
         "should_preemptively_compact_before_prompt should_refuse_prompt_before_sending"
     ),
+    "registry": "ContextEngineSlot",
     "tokens": "estimate_llm_boundary_token_pressure estimate_rendered_llm_boundary_token_pressure",
     "truncation": (
         "session_likely_has_oversized_tool_results truncate_oversized_tool_results_in_messages"
@@ -56,10 +59,10 @@ __getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
-    "ContextEngine", "MidTurnPrecheckOptions", "estimate_llm_boundary_token_pressure",
-    "estimate_rendered_llm_boundary_token_pressure", "format_prompt_too_large_message",
-    "install_tool_result_context_guard", "is_mid_turn_precheck_error_message",
-    "resolve_prompt_budget", "session_likely_has_oversized_tool_results",
-    "should_preemptively_compact_before_prompt", "should_refuse_prompt_before_sending",
-    "truncate_oversized_tool_results_in_messages",
+    "CompactResult", "ContextEngine", "ContextEngineSlot", "MidTurnPrecheckOptions",
+    "estimate_llm_boundary_token_pressure", "estimate_rendered_llm_boundary_token_pressure",
+    "format_prompt_too_large_message", "install_tool_result_context_guard",
+    "is_mid_turn_precheck_error_message", "resolve_prompt_budget",
+    "session_likely_has_oversized_tool_results", "should_preemptively_compact_before_prompt",
+    "should_refuse_prompt_before_sending", "truncate_oversized_tool_results_in_messages",
 ]  # fmt: skip

@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
+from ..messages import AssistantMessage
 from .matchers import (
     is_billing_error_message,
     is_provider_request_size_ceiling_error,
     is_rate_limit_error_message,
 )
+from .owners import ProviderFailoverDialect
 from .text import js_regex, normalize_lower
-
-if TYPE_CHECKING:
-    from ..messages import AssistantMessage
-    from .owners import ProviderFailoverDialect
 
 __all__ = [
     "ASSISTANT_OVERFLOW_PATTERNS",

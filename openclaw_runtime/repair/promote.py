@@ -16,11 +16,12 @@ import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from ..events import AssistantMessageEvent, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..messages import AssistantMessage, ContentBlock, TextContent, ToolCall
 from .blocks import PlainTextToolCallBlock, PlainTextToolCallParseOptions
+from .formats import ToolCallFormat
 from .grammar import (
     DEFAULT_MAX_PLAIN_TEXT_TOOL_PAYLOAD_BYTES,
     StructuralLineBreaks,
@@ -28,9 +29,6 @@ from .grammar import (
     js_trim,
 )
 from .payload import parse_standalone_plain_text_tool_call_blocks
-
-if TYPE_CHECKING:
-    from .formats import ToolCallFormat
 
 __all__ = [
     "PlainTextToolCallMessageProjection",

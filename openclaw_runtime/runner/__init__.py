@@ -35,6 +35,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from .reply_payload import ReplyPayload
     from .request import RunErrorInfo, RunRequest, RunResult
     from .run import run_embedded_agent
+    from .run_options import RunOptions
     from .run_state import RunEventCallback
     from .services import RunHooks, RunHost, RunServices
     from .session_index import JsonFileSessionIndex
@@ -58,6 +59,7 @@ _LAZY = {
     "reply_payload": "ReplyPayload",
     "request": "RunErrorInfo RunRequest RunResult",
     "run": "run_embedded_agent",
+    "run_options": "RunOptions",
     "run_state": "RunEventCallback",
     "services": "RunHooks RunHost RunServices",
     "session_index": "JsonFileSessionIndex",
@@ -73,6 +75,7 @@ __all__ = [
     "JsonFileSteeringStore", "LaneAcquired", "LaneWait", "LiveMessageResult", "LiveRunHandle",
     "LiveRunRegistry", "PluginFaultRaised", "PluginQuarantined", "ProfileRotated",
     "RecordsSteeringStore", "ReplyPayload", "RetryScheduled", "RunEnd", "RunErrorInfo",
-    "RunEventCallback", "RunHooks", "RunHost", "RunRequest", "RunResult", "RunServices", "RunStart",
-    "ToolResultsTruncated", "compact_session_queued", "run_embedded_agent",
+    "RunEventCallback", "RunHooks", "RunHost", "RunOptions", "RunRequest", "RunResult",
+    "RunServices", "RunStart", "ToolResultsTruncated", "compact_session_queued",
+    "run_embedded_agent",
 ]  # fmt: skip

@@ -9,7 +9,7 @@ Callers already inside the session's lane must not use it (it would wait for its
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._exceptions import ConfigurationError
 from ..context.compaction import SummaryModel
@@ -18,10 +18,8 @@ from ..transcript import validate_session_id
 from .auth_controller import AuthController, AuthProfilesUnavailableError
 from .entry import resolve_context_window_info, resolve_initial_run_model_ref
 from .lane_policy import resolve_session_lane
+from .services import RunHost
 from .session_ops import compact_with_engine
-
-if TYPE_CHECKING:
-    from .services import RunHost
 
 __all__ = ["compact_session_queued"]
 

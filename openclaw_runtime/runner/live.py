@@ -24,17 +24,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
+
+# The kernel's face, not its modules: ``agent.PendingMessageQueue`` and ``agent.QueueMode`` load
+# when first read (``typing.get_type_hints``), not with the start-up path that loads this module.
+import openclaw_runtime.agent as agent
 
 from ..abort import AbortController, AbortSignal
 from ..messages import TextContent, UserMessage
 from ..redaction import package_logger
-
-if TYPE_CHECKING:
-    from ..agent.agent import PendingMessageQueue
-    from ..agent.types import QueueMode
 
 __all__ = [
     "LiveMessageKind",
@@ -113,7 +113,7 @@ def live_message(text: str) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)])
 
 
-def _queue(mode: QueueMode) -> PendingMessageQueue:
+def _queue(mode: agent.QueueMode) -> agent.PendingMessageQueue:
     from ..agent.agent import PendingMessageQueue  # lazy: start-up time (the kernel)
 
     return PendingMessageQueue(mode)
@@ -128,8 +128,8 @@ class LiveRunHandle:
         session_id: str,
         session_key: str | None,
         run_id: str,
-        steering_mode: QueueMode = "one-at-a-time",
-        follow_up_mode: QueueMode = "one-at-a-time",
+        steering_mode: agent.QueueMode = "one-at-a-time",
+        follow_up_mode: agent.QueueMode = "one-at-a-time",
         abort_signal: AbortSignal | None = None,
     ) -> None:
         self.session_id = session_id
@@ -137,8 +137,8 @@ class LiveRunHandle:
         self.run_id = run_id
         # the two queues are made by the first message (most runs are never steered)
         self._steering_mode, self._follow_up_mode = steering_mode, follow_up_mode
-        self._steering: PendingMessageQueue | None = None
-        self._follow_ups: PendingMessageQueue | None = None
+        self._steering: agent.PendingMessageQueue | None = None
+        self._follow_ups: agent.PendingMessageQueue | None = None
         self.controller = AbortController()
         self._unlink = (
             abort_signal.add_callback(lambda: self.controller.abort(abort_signal.reason))
@@ -161,7 +161,7 @@ class LiveRunHandle:
         self._ended: anyio.Event | None = None
 
     @property
-    def steering(self) -> PendingMessageQueue:
+    def steering(self) -> agent.PendingMessageQueue:
         """The steered messages waiting for the next turn boundary."""
         queue = self._steering
         if queue is None:
@@ -169,7 +169,7 @@ class LiveRunHandle:
         return queue
 
     @property
-    def follow_ups(self) -> PendingMessageQueue:
+    def follow_ups(self) -> agent.PendingMessageQueue:
         """The follow-up messages waiting for the run's end."""
         queue = self._follow_ups
         if queue is None:

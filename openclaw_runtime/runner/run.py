@@ -27,7 +27,7 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -82,6 +82,7 @@ from .run_result import (
     result_from_failover_error,
 )
 from .run_state import RunEventCallback, RunState
+from .services import RunHost
 from .steering import (
     SteeringLease,
     lease_pending_agent_steering_items,
@@ -90,9 +91,6 @@ from .steering import (
 )
 from .steering_ack import ack_steering_lease_with_retry
 from .task_group_body import DeferredTasks, as_task_group_body, group_free
-
-if TYPE_CHECKING:
-    from .services import RunHost
 
 __all__ = ["run_embedded_agent"]
 

@@ -14,34 +14,29 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 import anyio
 
-from .._exceptions import OpenClawRuntimeError
-from ..backends import BACKEND_KINDS
-from .live import LiveRunRegistry
+# ``backends``, ``failover`` and ``transcript`` are package faces: a name read through them
+# loads on first read, so ``typing.get_type_hints`` resolves these annotations while the
+# start-up path (``Runtime()``) loads none of those modules.
+import openclaw_runtime.backends as backends
+import openclaw_runtime.failover as failover
+import openclaw_runtime.transcript as transcript
 
-if TYPE_CHECKING:
-    from .._registry import Registration
-    from .._types import RunBlock
-    from ..backends import (
-        AuthStore,
-        LaneBackend,
-        Session,
-        SessionIndex,
-        SessionStore,
-        SteeringStore,
-    )
-    from ..config import RuntimeConfig
-    from ..containment import PluginFault
-    from ..events import Event
-    from ..failover.reasons import FailoverClassification, FailoverSignal
-    from ..llm import Model, StreamFn
-    from ..providers.registry import ModelRegistry
-    from ..transcript.policy import TranscriptPolicy
-    from .cron_reply import ReplyClaim
-    from .finalize import FinalizeDecision
+from .._exceptions import OpenClawRuntimeError
+from .._registry import Registration
+from .._types import RunBlock
+from ..backends import BACKEND_KINDS
+from ..config import RuntimeConfig
+from ..containment import PluginFault
+from ..events import Event
+from ..llm import Model, StreamFn
+from ..providers.registry import ModelRegistry
+from .cron_reply import ReplyClaim
+from .finalize import FinalizeDecision
+from .live import LiveRunRegistry
 
 __all__ = ["RunHooks", "RunHost", "RunServices"]
 
@@ -70,14 +65,14 @@ class RunHooks(Protocol):
     def before_agent_reply(self, **kwargs: Any) -> tuple[ReplyClaim | None, str | None]: ...
 
     def classify_failover(
-        self, signal: FailoverSignal
-    ) -> tuple[FailoverClassification | None, str | None]: ...
+        self, signal: failover.FailoverSignal
+    ) -> tuple[failover.FailoverClassification | None, str | None]: ...
 
     def validate_replay_turns(
-        self, messages: list[Any], policy: TranscriptPolicy
+        self, messages: list[Any], policy: transcript.TranscriptPolicy
     ) -> tuple[list[Any] | None, str | None]: ...
 
-    def turn_validation_abstains(self, policy: TranscriptPolicy) -> bool: ...
+    def turn_validation_abstains(self, policy: transcript.TranscriptPolicy) -> bool: ...
 
     def record_fault(
         self,
@@ -161,11 +156,11 @@ class RunServices:
     def of(
         cls,
         *,
-        lanes: LaneBackend,
-        auth_store: AuthStore,
-        steering_store: SteeringStore,
-        session_index: SessionIndex,
-        session_store: SessionStore,
+        lanes: backends.LaneBackend,
+        auth_store: backends.AuthStore,
+        steering_store: backends.SteeringStore,
+        session_index: backends.SessionIndex,
+        session_store: backends.SessionStore,
     ) -> RunServices:
         """Services over ready-made backends."""
         given: dict[str, Any] = {
@@ -195,33 +190,33 @@ class RunServices:
         return built
 
     @property
-    def lanes(self) -> LaneBackend:
+    def lanes(self) -> backends.LaneBackend:
         """Session and global lanes."""
-        return cast("LaneBackend", self.backend("lanes"))
+        return cast("backends.LaneBackend", self.backend("lanes"))
 
     @property
-    def auth_store(self) -> AuthStore:
+    def auth_store(self) -> backends.AuthStore:
         """The auth-profile ledger."""
-        return cast("AuthStore", self.backend("auth_store"))
+        return cast("backends.AuthStore", self.backend("auth_store"))
 
     @property
-    def steering_store(self) -> SteeringStore:
+    def steering_store(self) -> backends.SteeringStore:
         """Sub-agent results waiting for their requester's next turn."""
-        return cast("SteeringStore", self.backend("steering_store"))
+        return cast("backends.SteeringStore", self.backend("steering_store"))
 
     @property
-    def session_index(self) -> SessionIndex:
+    def session_index(self) -> backends.SessionIndex:
         """Session key → session id."""
-        return cast("SessionIndex", self.backend("session_index"))
+        return cast("backends.SessionIndex", self.backend("session_index"))
 
     @property
-    def session_store(self) -> SessionStore:
+    def session_store(self) -> backends.SessionStore:
         """Where transcripts live."""
-        return cast("SessionStore", self.backend("session_store"))
+        return cast("backends.SessionStore", self.backend("session_store"))
 
     # sessions kept open between turns ---------------------------------------------------------
 
-    async def checkout_session(self, session_id: str, *, cwd: str) -> Session:
+    async def checkout_session(self, session_id: str, *, cwd: str) -> backends.Session:
         """An open session for a run: the one kept from the session's last turn (refreshed
         with whatever other processes appended), else opened from the store."""
         cached = self._open.pop(session_id, None)
@@ -234,10 +229,10 @@ class RunServices:
                 self._open[session_id] = cached  # what it buffered stays for a later flush
                 raise
             else:
-                return cast("Session", cached)
+                return cast("backends.Session", cached)
         return await self.session_store.open_or_create(session_id, cwd=cwd)
 
-    async def checkin_session(self, session: Session) -> None:
+    async def checkin_session(self, session: backends.Session) -> None:
         """Keep a session open for its next turn (least recently used ones are closed). A
         session whose flush fails is kept all the same (and the failure raised): the lines
         it buffered stay with it, and the next turn's ``refresh`` writes them."""
@@ -256,7 +251,7 @@ class RunServices:
             _, oldest = self._open.popitem(last=False)
             await oldest.aclose()
 
-    def closed_by_checkin(self, session: Session) -> list[Any]:
+    def closed_by_checkin(self, session: backends.Session) -> list[Any]:
         """The sessions ``checkin_session(session)`` would close, in its order (the one kept
         under the same id before, then the least recently used over the limit); it closes
         nothing else. Asked before a check-in that would rather know (``checkin``)."""

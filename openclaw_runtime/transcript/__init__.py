@@ -10,8 +10,8 @@
 * ``replay`` holds the generic turn rules behind the ``validate_replay_turns`` hook; ``policy``
   the per-provider :class:`TranscriptPolicy`.
 
-This face re-exports the names the runner and provider plugins use; everything else is
-imported from its module.
+This face re-exports the names the runner and provider plugins use and the types the
+``Session`` protocol's signatures name; everything else is imported from its module.
 """
 
 import typing as _typing
@@ -20,7 +20,8 @@ from .._lazy_face import lazy_getattr as _lazy_getattr
 
 if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     # fmt: off
-    from .policy import (  # noqa: I001 (packed: a face has at most 100 lines)
+    from .incremental import IncrementalSanitizer  # noqa: I001 (packed: face ≤ 100 lines)
+    from .policy import (
         TranscriptPolicy, resolve_transcript_policy, should_merge_consecutive_user_turns,
     )
     from .repair import repair_session_file_if_needed
@@ -28,20 +29,25 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
         sanitize_google_turn_ordering, validate_gemini_turns, validate_replay_turns,
         validate_strict_turns,
     )
+    from .rewrite import TranscriptRewriteResult
     from .sanitize import run_transcript_sanitizers
+    from .session_context import SessionContext
     from .session_ids import validate_session_id
     from .store import JsonlSessionStore, SessionManager
     # fmt: on
 
 #: module -> the public names it provides, each imported on first use (start-up time)
 _LAZY = {
+    "incremental": "IncrementalSanitizer",
     "policy": "TranscriptPolicy resolve_transcript_policy should_merge_consecutive_user_turns",
     "repair": "repair_session_file_if_needed",
     "replay": (
         "sanitize_google_turn_ordering validate_gemini_turns validate_replay_turns "
         "validate_strict_turns"
     ),
+    "rewrite": "TranscriptRewriteResult",
     "sanitize": "run_transcript_sanitizers",
+    "session_context": "SessionContext",
     "session_ids": "validate_session_id",
     "store": "JsonlSessionStore SessionManager",
 }
@@ -49,7 +55,8 @@ __getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
-    "JsonlSessionStore", "SessionManager", "TranscriptPolicy", "repair_session_file_if_needed",
+    "IncrementalSanitizer", "JsonlSessionStore", "SessionContext", "SessionManager",
+    "TranscriptPolicy", "TranscriptRewriteResult", "repair_session_file_if_needed",
     "resolve_transcript_policy", "run_transcript_sanitizers", "sanitize_google_turn_ordering",
     "should_merge_consecutive_user_turns", "validate_gemini_turns", "validate_replay_turns",
     "validate_session_id", "validate_strict_turns",
