@@ -29,7 +29,7 @@ from openclaw_runtime.transcript import append as append_module
 from openclaw_runtime.transcript import jsonl as jsonl_module
 from openclaw_runtime.transcript.jsonl import SessionLockTimeout, session_lock
 from openclaw_runtime.transcript.store import JsonlSessionStore, SessionManager
-from tests.test_durable_append_fast_path import _Clock
+from tests.append_support import Clock
 
 pytestmark = pytest.mark.anyio
 
@@ -137,7 +137,7 @@ def _turn_lines(turn: int) -> list[str]:
 
 
 async def _other_writer_appends(path: Path, turn: int) -> None:
-    other = await SessionManager.open(path, durability="none", now=_Clock())
+    other = await SessionManager.open(path, durability="none", now=Clock())
     await other.append_custom_entry("other", {"turn": turn})
     await other.flush()
     await other.aclose()
@@ -156,7 +156,7 @@ async def _scenario(
     The file's bytes, the entries in memory and those reloaded from the file."""
     ids = iter(f"{n:08x}" for n in range(10_000))
     monkeypatch.setattr(append_module, "generate_entry_id", lambda _: next(ids))
-    store = JsonlSessionStore(root, durability="none", now=_Clock())
+    store = JsonlSessionStore(root, durability="none", now=Clock())
     session = await store.create("s", cwd="/w")
     session.lock_timeout = 0.05  # the "lock" fault: give up soon
     for turn in range(TURNS):
@@ -211,7 +211,7 @@ async def test_the_undo_of_a_half_write_that_failed_is_retried_only_over_its_own
 ) -> None:
     """When a failed write could not be cut back and another writer then wrote after it,
     the session refuses to write (its lines stay buffered) instead of tearing or doubling."""
-    store = JsonlSessionStore(tmp_path, durability="none", now=_Clock())
+    store = JsonlSessionStore(tmp_path, durability="none", now=Clock())
     session = await store.create("s", cwd="/w")
     await session.append_message(UserMessage(content="one", timestamp=1))
     await session.flush()
@@ -276,7 +276,7 @@ def _tracking_lock_take(entered: threading.Event) -> Callable[..., Any]:
 
 
 async def _two_turns(tmp_path: Path) -> SessionManager:
-    store = JsonlSessionStore(tmp_path, durability="none", now=_Clock())
+    store = JsonlSessionStore(tmp_path, durability="none", now=Clock())
     session = await store.create("s", cwd="/w")
     await session.append_message(UserMessage(content="one", timestamp=1))
     await session.flush()
