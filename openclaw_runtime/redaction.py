@@ -54,6 +54,7 @@ __all__ = [
     "redact_dataclass",
     "redact_diagnostic",
     "redact_event",
+    "redact_json",
     "register_header_secrets",
     "register_secret",
     "registered_secret_count",
@@ -347,6 +348,23 @@ def _collect_strings(value: Any, out: list[str]) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _collect_strings(item, out)
+
+
+def redact_json(
+    document: bytes, *, option: int | None = None, matchers: SecretMatchers | None = None
+) -> bytes:
+    """``document`` (JSON that ``orjson.dumps(value, option=option)`` wrote) written again
+    with every string in it redacted (``redact_data``; ``matchers`` as there).
+
+    It is read back rather than redacted from ``value``: orjson also writes dataclasses,
+    UUIDs, enums and datetimes natively, which ``redact_data`` does not walk, so a secret in
+    one of them would have been written as it was. Read back, they are plain JSON values, and
+    nothing else changes (orjson reads its own floats and 64-bit integers back exactly).
+    """
+    import orjson  # here: the package's import does not load orjson, and this path is rare
+
+    redacted = redact_data(orjson.loads(document), matchers=matchers)
+    return orjson.dumps(redacted, option=option)
 
 
 def redact_dataclass(obj: Any, *, diagnostic: bool = True) -> Any:

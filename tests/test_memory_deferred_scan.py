@@ -417,14 +417,14 @@ async def test_handles_in_threads_read_finished_lines_only(
 async def test_a_rewrite_leaves_no_line_to_scan(registry: tuple[set[str], int, Any]) -> None:
     register_secret(SECRETS[1])
     other = await MemorySessionStore().create("o", cwd="/w")
-    await other.append_custom_entry("state", {"u": SECRET_UUID})  # kept as it is, unmasked
+    await other.append_custom_entry("state", {"u": SECRET_UUID})  # masked in the line
     store = MemorySessionStore()
     session = await store.create("s", cwd="/w")
     await session.append_message(UserMessage(content=f"m {SECRETS[1]}", timestamp=1))
     await session.rewrite_entries(other.get_entries())
     expected = b"".join(map(encode_record, [session._tree.header, *other.get_entries()]))
     assert store.export_jsonl("s") == expected
-    assert SECRETS[1].encode() in expected
+    assert SECRETS[1].encode() not in expected and b'"u":"***"' in expected
 
 
 class _SerializedDetails(ToolResultMessage):

@@ -29,7 +29,7 @@ import orjson
 from .._exceptions import TranscriptError
 from .._files import _fsync_dir, append_or_undo, atomic_write, write_all
 from .._flock import FlockLock
-from ..redaction import SecretMatchers, contains_secret, redact_bytes, redact_data
+from ..redaction import SecretMatchers, contains_secret, redact_bytes, redact_json
 from .flush_files import FlushFiles
 from .whole_file import create_whole
 
@@ -201,7 +201,7 @@ def encode_record(record: dict[str, Any]) -> bytes:
     try:
         line = orjson.dumps(record)
         if contains_secret(line):
-            line = orjson.dumps(redact_data(record))
+            line = redact_json(line)
         return line + b"\n"
     except TypeError as exc:
         raise TranscriptError(f"session record is not JSON-serialisable: {exc}") from exc
@@ -220,12 +220,11 @@ def finish_line(line: bytes, matchers: SecretMatchers) -> bytes:
     """``encode_record(record)`` from ``line = unscanned_line(record)``, scanned with the
     secrets registered when ``line`` was made (``secret_matchers()`` then).
 
-    Only for records of JSON values (dicts, lists, strings, numbers, booleans, ``None``; a
-    pydantic JSON-mode dump): a record to mask is read back from ``line``, which gives those
-    values exactly (orjson round-trips its own floats and 64-bit integers).
+    A line to mask is read back and written again (``redaction.redact_json``), as
+    ``encode_record`` does.
     """
     if contains_secret(line[:-1], matchers):
-        return orjson.dumps(redact_data(orjson.loads(line), matchers=matchers)) + b"\n"
+        return redact_json(line[:-1], matchers=matchers) + b"\n"
     return line
 
 
