@@ -88,7 +88,7 @@ def test_encode_record_masks_secrets_in_natively_written_values(
 PLAIN = [
     ("strings", {"a": f"x {SECRET} y", "b": "clean"}),
     ("numbers", {"f": [0.1, 1e16, -2.5e-300, 3.0], "i": [2**63 - 1, -(2**63)], "s": SECRET}),
-    ("unicode and escapes", {"u": f"é\u2028\"{SECRET}\"\n\t", "k": KEY_SHAPED}),
+    ("unicode and escapes", {"u": f'é\u2028"{SECRET}"\n\t', "k": KEY_SHAPED}),
     ("secret in a key", {SECRET: 1, "nested": [{"deep": [SECRET, None, True, False]}]}),
 ]
 
