@@ -10,7 +10,6 @@ import random
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -32,6 +31,7 @@ from openclaw_runtime.messages import (
 from openclaw_runtime.redaction import register_secret, secret_matchers
 from openclaw_runtime.transcript.jsonl import encode_record, finish_line, unscanned_line
 from openclaw_runtime.transcript.memory import MemorySession, MemorySessionStore
+from tests.append_support import Clock, fixed_entry_ids
 
 SECRETS = ["hunter2-password-xyz", "12345678-1234-5678-1234-567812345678", 'pa"ss\\wörd-42']
 PIECES = [
@@ -40,15 +40,6 @@ PIECES = [
 ]  # fmt: skip
 FLOATS = [0.1 + 0.2, 1e-7, 5e-324, 1.7976931348623157e308, -0.0, 1e16, 123.456, 2.5, math.inf]
 SECRET_UUID = uuid.UUID(SECRETS[1])
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 12, 4, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.moment += timedelta(milliseconds=7)
-        return self.moment
 
 
 @pytest.fixture
@@ -64,11 +55,6 @@ def _restore(saved: tuple[set[str], int, Any]) -> None:
         redaction._secrets.clear()
         redaction._secrets.update(saved[0])
         redaction._raw_count, redaction._matchers = saved[1], saved[2]
-
-
-def _ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    ids = iter(f"{n:08x}" for n in range(100_000))
-    monkeypatch.setattr("openclaw_runtime.transcript.append.generate_entry_id", lambda _: next(ids))
 
 
 def _eager_append_now(
@@ -223,14 +209,14 @@ async def test_random_scripts_read_what_eager_encoding_wrote(
     deferred_lines = masked = 0
     for seed in range(16):
         _restore(registry)
-        _ids(monkeypatch)
-        store = MemorySessionStore(now=_Clock())
+        fixed_entry_ids(monkeypatch)
+        store = MemorySessionStore(now=Clock())
         deferred = await _script(store, seed)
         _restore(registry)
-        _ids(monkeypatch)
+        fixed_entry_ids(monkeypatch)
         with monkeypatch.context() as patch:
             patch.setattr(MemorySession, "_append_now", _eager_append_now)
-            eager = await _script(MemorySessionStore(now=_Clock()), seed)
+            eager = await _script(MemorySessionStore(now=Clock()), seed)
         assert deferred == eager, seed
         exported = deferred[-1]
         deferred_lines += exported.count(b"\n")
@@ -444,7 +430,7 @@ async def test_json_mode_dumps_read_back_exactly(
     register_secret(SECRETS[1])
 
     async def export() -> bytes:
-        store = MemorySessionStore(now=_Clock())
+        store = MemorySessionStore(now=Clock())
         session = await store.create("s", cwd="/w")
         for n in range(3):
             message = _SerializedDetails(
@@ -457,9 +443,9 @@ async def test_json_mode_dumps_read_back_exactly(
             await session.append_message(message)
         return store.export_jsonl("s")
 
-    _ids(monkeypatch)
+    fixed_entry_ids(monkeypatch)
     deferred = await export()
-    _ids(monkeypatch)
+    fixed_entry_ids(monkeypatch)
     with monkeypatch.context() as patch:
         patch.setattr(MemorySession, "_append_now", _eager_append_now)
         eager = await export()
