@@ -239,8 +239,7 @@ class RunServices:
         try:
             await session.flush()
         except BaseException:
-            self._open.pop(session.session_id, None)
-            self._open[session.session_id] = session
+            self.keep_session(session)
             raise
         key = session.session_id
         previous = self._open.pop(key, None)
@@ -250,6 +249,12 @@ class RunServices:
         while len(self._open) > self.max_open_sessions:
             _, oldest = self._open.popitem(last=False)
             await oldest.aclose()
+
+    def keep_session(self, session: backends.Session) -> None:
+        """Keep ``session`` open as the most recently used one, closing nothing (a failed
+        flush left lines buffered in it: the next checkout's ``refresh`` writes them)."""
+        self._open.pop(session.session_id, None)
+        self._open[session.session_id] = session
 
     def closed_by_checkin(self, session: backends.Session) -> list[Any]:
         """The sessions ``checkin_session(session)`` would close, in its order (the one kept
