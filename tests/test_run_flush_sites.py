@@ -102,6 +102,7 @@ class _FailingFlush:
     def __init__(self, site: str, times: int = 1) -> None:
         self.site, self.left, self.failed = site, times, 0
         self.failing = False
+        self.only_inode: int | None = None  # a disk full for this file only (not the lanes')
         self.real_flush = SessionWriter.flush
         self.real_write = files_module.write_all
 
@@ -110,7 +111,7 @@ class _FailingFlush:
         patch.setattr(files_module, "write_all", self.write_all)
 
     def write_all(self, fd: int, data: bytes) -> None:
-        if self.failing:
+        if self.failing and self.only_inode in (None, os.fstat(fd).st_ino):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self.real_write(fd, data)
 
@@ -132,7 +133,7 @@ class _FailingFlush:
                 try:
                     await outer.real_flush(session)
                 finally:
-                    outer.failing = False
+                    outer.failing = outer.only_inode is not None
                 return
             await outer.real_flush(session)
 
@@ -273,18 +274,26 @@ async def test_a_failed_runner_flush_is_the_runs_error_and_loses_nothing(
         assert len(json.dumps(results[1])) < len(json.dumps(results[0]))
 
 
-@pytest.mark.parametrize("times", [1, 10**6])
+@pytest.mark.parametrize("disk_full", [False, True])
 async def test_a_failed_compact_session_flush_names_the_session_and_loses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, times: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk_full: bool
 ) -> None:
     """``Runtime.compact_session`` (no run): the store's error naming the session, an
-    ``OpenClawRuntimeError``; the compaction's lines are written by the next run."""
+    ``OpenClawRuntimeError``; the compaction's lines are written by the next run, also when
+    every write fails until ``compact_session`` returns (closing the session then would
+    lose them)."""
     runtime = _runtime(tmp_path, _Script())
     session_id = uuid.uuid4().hex
     for turn in range(5):
-        assert (await runtime.run(f"turn {turn} " + "z" * 10_000, session_id=session_id)).ok
+        seeded = await runtime.run(f"turn {turn} " + "z" * 10_000, session_id=session_id)
+        assert seeded.ok
+    later_file = seeded.session_file
     with monkeypatch.context() as patch:
-        _FailingFlush("compact_session_queued", times).install(patch)
+        failing = _FailingFlush("compact_session_queued")
+        failing.install(patch)
+        if disk_full:
+            assert later_file is not None
+            failing.failing, failing.only_inode = True, os.stat(later_file).st_ino
         with pytest.raises(OpenClawRuntimeError) as raised:
             await runtime.compact_session(session_id=session_id)
     message = str(raised.value)
