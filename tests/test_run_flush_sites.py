@@ -11,11 +11,14 @@ failing ``_files.write_all`` (the real write path, as tests/test_run_flush_failu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import sys
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from openclaw_runtime.messages import (
 )
 from openclaw_runtime.runner import RunResult
 from openclaw_runtime.transcript.append import SessionWriter
+from openclaw_runtime.transcript.jsonl import session_lock
 
 pytestmark = pytest.mark.anyio
 
@@ -306,3 +310,55 @@ async def test_a_failed_compact_session_flush_names_the_session_and_loses_nothin
     records = _assert_written_once(later.session_file)
     assert any(r.get("type") == "compaction" for r in records)
     assert _user_texts(records)[-1] == "later"
+
+
+@contextlib.contextmanager
+def _lock_held_elsewhere(session_file: str) -> Iterator[None]:
+    """The session's write lock held by another thread (another writer, say; the lock is
+    re-entrant within a thread)."""
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with session_lock(session_file, timeout=5):
+            taken.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert taken.wait(5)
+        yield
+    finally:
+        done.set()
+        holder.join()
+
+
+async def test_a_kept_session_whose_reopening_fails_keeps_its_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed check-in keeps the session open with its lines; when the next checkout's
+    ``refresh`` cannot write them (here: their lock not had in time, an
+    ``OpenClawRuntimeError``), the session is closed and opened again, and that close's
+    flush fails the same way. The session is kept with its lines (it was dropped with them)
+    and the run's error names the session; the next run writes them."""
+    runtime = _runtime(tmp_path, _Script())
+    session_id = uuid.uuid4().hex
+    first = await runtime.run("first", session_id=session_id)
+    assert first.ok and first.session_file is not None
+    with monkeypatch.context() as patch:
+        failing = _FailingFlush("nowhere")
+        failing.install(patch)
+        failing.failing, failing.only_inode = True, os.stat(first.session_file).st_ino
+        second = await runtime.run("second", session_id=session_id)
+    assert second.error is not None and "check-in (flush)" in second.error.message
+    kept = runtime.services._open[session_id]
+    kept.lock_timeout = 0.05  # type: ignore[attr-defined]
+    with _lock_held_elsewhere(first.session_file):
+        third = await runtime.run("third", session_id=session_id)
+    assert third.error is not None and third.error.kind == "plugin"
+    assert f"reopening session {session_id}" in third.error.message
+    assert runtime.services._open.get(session_id) is kept
+    assert (await runtime.run("fourth", session_id=session_id)).ok
+    await runtime.aclose()
+    records = _assert_written_once(first.session_file)
+    assert _user_texts(records) == ["first", "second", "fourth"]  # "third" never started

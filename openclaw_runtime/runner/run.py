@@ -46,6 +46,7 @@ from ..failover import (
 )
 from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
+from ..transcript.jsonl import SessionLockTimeout
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
 from .checkin import check_in_session, checkin_never_suspends, session_checkin_error
@@ -345,7 +346,8 @@ class _Run(RunState):
         bootstrap_due = await session_needs_bootstrap(self.engine, services, self.session_id)
         try:
             session = await services.checkout_session(self.session_id, cwd=os.getcwd())
-        except OSError as exc:  # e.g. the lines a failed flush kept, still not writable
+        # e.g. the lines a failed flush kept, still not writable, or their lock not had
+        except (OSError, SessionLockTimeout) as exc:
             raise session_checkin_error(self, exc, f"reopening session {self.session_id}") from exc
         self.session = session
         self.start_leaf_id = session.get_leaf_id()
