@@ -27,6 +27,7 @@ import pytest
 
 from openclaw_runtime import OpenClawRuntimeError, Runtime, hookimpl
 from openclaw_runtime import _files as files_module
+from openclaw_runtime._exceptions import PluginBackendError
 from openclaw_runtime.events import AssistantMessageEventStream, Done, Error
 from openclaw_runtime.messages import (
     AssistantMessage,
@@ -36,6 +37,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
 )
 from openclaw_runtime.runner import RunResult
+from openclaw_runtime.runner.checkin import SessionUser, session_flush_error
 from openclaw_runtime.transcript.append import SessionWriter
 from openclaw_runtime.transcript.jsonl import session_lock
 
@@ -362,3 +364,17 @@ async def test_a_kept_session_whose_reopening_fails_keeps_its_lines(
     await runtime.aclose()
     records = _assert_written_once(first.session_file)
     assert _user_texts(records) == ["first", "second", "fourth"]  # "third" never started
+
+
+def test_a_flush_error_names_the_session_and_phase_and_masks_secrets() -> None:
+    """A key in the store's text never reaches the run's error (the embedded store: no
+    plugin, no fault recorded). Two layers mask it: ``redact_secret_text`` and the
+    redacting ``OpenClawRuntimeError`` constructor; removing either alone passes."""
+    secret = "sk-ant-api03-" + "k" * 40
+    services = type("Services", (), {"session_store": object()})()
+    user = SessionUser(services, None, "s-1")
+    error = session_flush_error(user, OSError(5, f"EIO writing with {secret}"), "compaction")
+    message = str(error)
+    assert isinstance(error, PluginBackendError) and isinstance(error, OpenClawRuntimeError)
+    assert "compaction flush of session s-1 (its entries stay buffered" in message
+    assert "OSError" in message and secret not in message and "sk-ant-api03" not in message
