@@ -378,3 +378,30 @@ def test_a_flush_error_names_the_session_and_phase_and_masks_secrets() -> None:
     assert isinstance(error, PluginBackendError) and isinstance(error, OpenClawRuntimeError)
     assert "compaction flush of session s-1 (its entries stay buffered" in message
     assert "OSError" in message and secret not in message and "sk-ant-api03" not in message
+
+
+async def test_compact_session_writes_what_a_failed_check_in_kept_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compact_session`` takes the session a run kept (not a second one on the same file):
+    while the lines a failed check-in kept cannot be written, it raises the run's
+    "reopening session" error (an ``OpenClawRuntimeError``, was the bare ``OSError``)."""
+    runtime = _runtime(tmp_path, _Script())
+    session_id = uuid.uuid4().hex
+    first = await runtime.run("first", session_id=session_id)
+    assert first.ok and first.session_file is not None
+    with monkeypatch.context() as patch:
+        failing = _FailingFlush("nowhere")
+        failing.install(patch)
+        failing.failing, failing.only_inode = True, os.stat(first.session_file).st_ino
+        second = await runtime.run("second", session_id=session_id)
+        with pytest.raises(OpenClawRuntimeError) as raised:
+            await runtime.compact_session(session_id=session_id)
+    assert second.error is not None and "check-in (flush)" in second.error.message
+    assert f"reopening session {session_id}" in str(raised.value)
+    assert "No space left on device" in str(raised.value)
+    await runtime.compact_session(session_id=session_id)
+    assert (await runtime.run("later", session_id=session_id)).ok
+    await runtime.aclose()
+    records = _assert_written_once(first.session_file)
+    assert _user_texts(records) == ["first", "second", "later"]

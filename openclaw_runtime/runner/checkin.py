@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._exceptions import PluginBackendError
 from ..containment.proxy import GuardedBackend
 from ..failover.events import redact_secret_text
+from ..transcript.jsonl import SessionLockTimeout
 from ..transcript.memory import aclose_is_noop, flush_is_noop
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "CheckinRun",
     "SessionUser",
     "check_in_session",
+    "check_out_session",
     "checkin_never_suspends",
     "flush_session",
     "session_checkin_error",
@@ -95,6 +97,16 @@ async def flush_session(run: CheckinRun | None, session: Session, phase: str) ->
         if run is None:
             raise
         raise session_flush_error(run, exc, phase, session.session_id) from exc
+
+
+async def check_out_session(run: CheckinRun, cwd: str) -> Session:
+    """``RunServices.checkout_session`` of the run's session; lines a failed flush kept that
+    still cannot be written (or whose lock is not had in time) are the run's error naming
+    the session ("reopening session …") instead of the store's raw exception."""
+    try:
+        return await run.services.checkout_session(run.session_id, cwd=cwd)
+    except (OSError, SessionLockTimeout) as exc:
+        raise session_checkin_error(run, exc, f"reopening session {run.session_id}") from exc
 
 
 @dataclass

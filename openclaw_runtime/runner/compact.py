@@ -16,7 +16,7 @@ from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..transcript import validate_session_id
 from .auth_controller import AuthController, AuthProfilesUnavailableError
-from .checkin import SessionUser, flush_session
+from .checkin import SessionUser, check_out_session, flush_session
 from .entry import resolve_context_window_info, resolve_initial_run_model_ref
 from .lane_policy import resolve_session_lane
 from .services import RunHost
@@ -77,7 +77,8 @@ async def compact_session_queued(
     async with services.lanes.hold(resolve_session_lane(key or session_id), priority="foreground"):
         # the session a run would get (kept open between turns): what it buffered is written
         # first, and what this compaction buffers stays with it if the flush fails
-        session = await services.checkout_session(session_id, cwd=os.getcwd())
+        user = SessionUser(services, runtime.hooks, session_id)
+        session = await check_out_session(user, os.getcwd())
         try:
             result: Any = await compact_with_engine(
                 engine,
@@ -90,7 +91,6 @@ async def compact_session_queued(
                 keep_recent_tokens=min(config.agent.keep_recent_tokens, max(1, window // 4)),
                 custom_instructions=custom_instructions,
             )
-            user = SessionUser(services, runtime.hooks, session_id)
             await flush_session(user, session, "compaction")
         except BaseException:
             services.keep_session(session)  # its lines stay for the next checkout to write
