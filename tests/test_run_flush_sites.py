@@ -405,3 +405,31 @@ async def test_compact_session_writes_what_a_failed_check_in_kept_first(
     await runtime.aclose()
     records = _assert_written_once(first.session_file)
     assert _user_texts(records) == ["first", "second", "later"]
+
+
+async def test_a_failed_compaction_timeout_restore_flush_is_the_runs_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compaction-timeout restore (the run's timeout hit during a compaction that moved
+    the branch) flushes the leaf move through the same helper; no end-to-end row (it needs
+    the run timeout to land inside the compaction), so it is called directly."""
+    from openclaw_runtime.messages import UserMessage  # lazy: this test only
+    from openclaw_runtime.runner.compaction_lifecycle import PreCompactionSnapshot  # lazy: same
+
+    runtime = _runtime(tmp_path, _Script())
+    session_id = uuid.uuid4().hex
+    assert (await runtime.run("first", session_id=session_id)).ok
+    session = await runtime.services.checkout_session(session_id, cwd=os.getcwd())
+    snapshot = PreCompactionSnapshot.capture(session, lambda: False)
+    await session.append_message(UserMessage(content="written by the compaction"))
+    await session.flush()
+    user = SessionUser(runtime.services, runtime.hooks, session_id)
+    with monkeypatch.context() as patch:
+        _FailingFlush("restore_after_timeout").install(patch)
+        with pytest.raises(PluginBackendError) as raised:
+            await snapshot.restore_after_timeout(session, run=user)
+    assert f"compaction-timeout restore flush of session {session_id}" in str(raised.value)
+    await runtime.services.checkin_session(session)  # the disk has room again: written
+    await runtime.aclose()
+    records = _assert_written_once(str(session.path))
+    assert records[-1]["type"] != "message"  # the leaf move (a branch entry) is on disk
