@@ -13,7 +13,9 @@ escape the run as the plugin's raw exception. ``check_in_session`` turns it into
 Every other flush of a session the runner does (compaction, truncation, thinking strip,
 prompt refusal, a queued message at the end, ``Runtime.compact_session``) fails the same
 way through ``flush_session``: the lines stay buffered in the session, and the error names
-the session and the phase instead of escaping as the store's raw ``OSError``.
+the session and the phase instead of escaping as the store's raw ``OSError``. The checkout
+(``check_out_session``) reports the lines such a failure kept, still not writable, the same
+way ("reopening session …").
 """
 
 from __future__ import annotations
