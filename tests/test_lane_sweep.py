@@ -266,16 +266,17 @@ async def test_lanes_stop_growing_over_many_sessions(tmp_path: Path) -> None:
         FileLanes(tmp_path / "b", sweep_every=50),
     )
     await run_sessions(grown, range(520))
-    await run_sessions(swept, range(520))
-    wait_for_sweeps(swept)
+    for start in range(0, 520, 50):  # each period's background sweep ends before the next
+        await run_sessions(swept, range(start, min(start + 50, 520)))
+        wait_for_sweeps(swept)
     assert len(locks(tmp_path / "a")) == 520  # the bug: one lock file per session ever run
-    # background sweeps kept up (they spare this period's lanes and those released while they
-    # ran: how many depends on the threads' timing)
-    assert len(locks(tmp_path / "b")) < 520 // 2
-    spared = len(swept._released)
+    # each background sweep (one per 50 lanes released) removed the periods before its own:
+    # the last period's 50 lock files are left, and the 20 released since
+    assert len(locks(tmp_path / "b")) == 50 + 20
+    assert len(swept._released) == 20
     await swept.aclose()
-    # the lanes released since the last sweep stay (those released while it ran may not)
-    assert len(locks(tmp_path / "b")) <= spared
+    # closing sweeps the last period's and spares the lanes released since the last sweep
+    assert len(locks(tmp_path / "b")) == 20
     assert not [p for p in (tmp_path / "b").iterdir() if not p.name.endswith(".json.lock")]
 
 

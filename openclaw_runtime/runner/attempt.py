@@ -179,8 +179,8 @@ class AttemptRun(Protocol):
 
     def current_session(self) -> Session: ...
 
-    def session_flush_error(self, exc: Exception) -> Exception:
-        """The run's error for a failed turn-end flush of its session (naming it)."""
+    def session_flush_error(self, exc: Exception, phase: str = "turn-end") -> Exception:
+        """The run's error for a failed ``phase`` flush of its session (naming it)."""
         ...
 
     def turns_abstain(self, policy: TranscriptPolicy) -> bool:
@@ -344,7 +344,10 @@ async def _refuse_oversized_prompt(spec: AttemptSpec, outcome: AttemptOutcome) -
         error_message=message,
     )
     await session.append_message(refusal)
-    await session.flush()
+    try:
+        await session.flush()
+    except Exception as exc:
+        raise spec.run.session_flush_error(exc, "prompt refusal") from exc
     await set_aside_failed_tail(session)
     await set_aside_orphan_user_message(session)
     outcome.prompt_tokens = tokens

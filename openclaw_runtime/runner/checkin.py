@@ -9,21 +9,39 @@ behind the backend guard (only the store's own methods are), so a raising ``flus
 escape the run as the plugin's raw exception. ``check_in_session`` turns it into the
 ``PluginBackendError`` the run already handles, recorded as a fault of the store's plugin
 (the embedded store has no plugin: the error is only logged when the answer stands).
+
+Every other flush of a session the runner does (compaction, truncation, thinking strip,
+prompt refusal, a queued message at the end, ``Runtime.compact_session``) fails the same
+way through ``flush_session``: the lines stay buffered in the session, and the error names
+the session and the phase instead of escaping as the store's raw ``OSError``. The checkout
+(``check_out_session``) reports the lines such a failure kept, still not writable, the same
+way ("reopening session …").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._exceptions import PluginBackendError
 from ..containment.proxy import GuardedBackend
 from ..failover.events import redact_secret_text
+from ..transcript.jsonl import SessionLockTimeout
 from ..transcript.memory import aclose_is_noop, flush_is_noop
 
 if TYPE_CHECKING:
     from ..backends import Session
 
-__all__ = ["CheckinRun", "check_in_session", "checkin_never_suspends", "session_checkin_error"]
+__all__ = [
+    "CheckinRun",
+    "SessionUser",
+    "check_in_session",
+    "check_out_session",
+    "checkin_never_suspends",
+    "flush_session",
+    "session_checkin_error",
+    "session_flush_error",
+]
 
 
 class CheckinRun(Protocol):
@@ -49,14 +67,58 @@ def session_checkin_error(
             store.plugin, "register_backends", exc, unit=f"backend:{store.label}"
         )
         return PluginBackendError(
-            f"{store.label} backend of plugin {store.plugin!r} failed in {during}: "
-            f"{fault.error}",
+            f"{store.label} backend of plugin {store.plugin!r} failed in {during}: {fault.error}",
             plugin_name=store.plugin,
         )
     return PluginBackendError(
         f"the session store failed in {during}: "
         f"{type(exc).__name__}: {redact_secret_text(str(exc))}"
     )
+
+
+def session_flush_error(
+    run: CheckinRun, exc: Exception, phase: str, session_id: str | None = None
+) -> PluginBackendError:
+    """The run's error for a failed ``phase`` flush (``"turn-end"``, ``"compaction"``, …) of
+    ``session_id`` (the run's session by default), whose lines stay buffered."""
+    during = (
+        f"the {phase} flush of session {session_id or run.session_id} "
+        "(its entries stay buffered for the next flush)"
+    )
+    return session_checkin_error(run, exc, during)
+
+
+async def flush_session(run: CheckinRun | None, session: Session, phase: str) -> None:
+    """``session.flush()`` for ``run``: a failure (not a cancellation) is raised as
+    ``session_flush_error``; with no run (a caller outside the runner), the store's own."""
+    try:
+        await session.flush()
+    except PluginBackendError:
+        raise
+    except Exception as exc:
+        if run is None:
+            raise
+        raise session_flush_error(run, exc, phase, session.session_id) from exc
+
+
+async def check_out_session(run: CheckinRun, cwd: str) -> Session:
+    """``RunServices.checkout_session`` of the run's session; lines a failed flush kept that
+    still cannot be written (or whose lock is not had in time) are the run's error naming
+    the session ("reopening session …") instead of the store's raw exception."""
+    try:
+        return await run.services.checkout_session(run.session_id, cwd=cwd)
+    except (OSError, SessionLockTimeout) as exc:
+        raise session_checkin_error(run, exc, f"reopening session {run.session_id}") from exc
+
+
+@dataclass
+class SessionUser:
+    """A ``CheckinRun`` for work on a session outside a run (``Runtime.compact_session``):
+    its failed flush is reported as a run's would be."""
+
+    services: Any
+    hooks: Any
+    session_id: str
 
 
 def checkin_never_suspends(run: CheckinRun, session: Session) -> bool:

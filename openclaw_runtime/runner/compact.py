@@ -16,6 +16,7 @@ from ..context.compaction import SummaryModel
 from ..context.engine import CompactResult
 from ..transcript import validate_session_id
 from .auth_controller import AuthController, AuthProfilesUnavailableError
+from .checkin import SessionUser, check_out_session, flush_session
 from .entry import resolve_context_window_info, resolve_initial_run_model_ref
 from .lane_policy import resolve_session_lane
 from .services import RunHost
@@ -74,7 +75,10 @@ async def compact_session_queued(
     engine = await runtime.resolve_context_engine()
     summary = [SummaryModel(resolved, runtime.stream_fn_for(resolved), api_key)]
     async with services.lanes.hold(resolve_session_lane(key or session_id), priority="foreground"):
-        session = await services.session_store.open_or_create(session_id, cwd=os.getcwd())
+        # the session a run would get (kept open between turns): what it buffered is written
+        # first, and what this compaction buffers stays with it if the flush fails
+        user = SessionUser(services, runtime.hooks, session_id)
+        session = await check_out_session(user, os.getcwd())
         try:
             result: Any = await compact_with_engine(
                 engine,
@@ -87,7 +91,9 @@ async def compact_session_queued(
                 keep_recent_tokens=min(config.agent.keep_recent_tokens, max(1, window // 4)),
                 custom_instructions=custom_instructions,
             )
-            await session.flush()
-        finally:
-            await session.aclose()
+            await flush_session(user, session, "compaction")
+        except BaseException:
+            services.keep_session(session)  # its lines stay for the next checkout to write
+            raise
+        await services.checkin_session(session)
     return result

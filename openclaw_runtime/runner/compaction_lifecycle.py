@@ -34,6 +34,7 @@ from ..transcript.snapshot import (
     capture_pre_compaction_snapshot,
     select_compaction_timeout_snapshot,
 )
+from .checkin import CheckinRun, flush_session
 from .engine_lifecycle import schedule_background_maintenance
 from .session_ops import branch_messages_with_entries
 
@@ -143,9 +144,12 @@ class PreCompactionSnapshot:
         )
         return cls(session.session_id, pairs)
 
-    async def restore_after_timeout(self, session: Session) -> bool:
+    async def restore_after_timeout(
+        self, session: Session, *, run: CheckinRun | None = None
+    ) -> bool:
         """The run timed out during the compaction: put the leaf back on the pre-compaction
-        history when the branch moved away from it; whether it did."""
+        history when the branch moved away from it; whether it did. A failed flush is
+        ``run``'s error (``flush_session``)."""
         pairs = self.pairs or []
         if not pairs or session.get_leaf_id() == str(pairs[-1][0]["id"]):
             return False  # nothing captured, or the branch never moved
@@ -161,7 +165,7 @@ class PreCompactionSnapshot:
             return False
         target = str(pairs[len(selection.messages) - 1][0]["id"])
         await session.branch(target)
-        await session.flush()
+        await flush_session(run, session, "compaction-timeout restore")
         logger.warning(
             "timeout during compaction of %s: continuing from the pre-compaction snapshot",
             session.session_id,

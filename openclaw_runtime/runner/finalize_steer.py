@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 
 from ..events import Event, MessageEnd, MessageStart
 from ..redaction import package_logger
+from .checkin import CheckinRun, flush_session
 from .finalize import finalize_step
 from .live import LiveRunHandle
 
@@ -31,8 +32,9 @@ logger = package_logger(logging.getLogger("openclaw_runtime.runner"))
 STEERED_BEFORE_FINALIZE: Final = "steered_before_finalize"
 
 
-class SteerableRun(Protocol):
-    """What ``steer_before_finalize`` uses of the run (``RunState`` is one)."""
+class SteerableRun(CheckinRun, Protocol):
+    """What ``steer_before_finalize`` uses of the run (``RunState`` is one; its flush's
+    failure is the run's error: ``CheckinRun``)."""
 
     live: LiveRunHandle | None
     session: Any
@@ -66,7 +68,7 @@ async def steer_before_finalize(
         # observers see it as they see a steer the kernel injects
         await run.emit(MessageStart(message))
         await run.emit(MessageEnd(message))
-    await run.session.flush()
+    await flush_session(run, run.session, "queued-message")
     logger.info(
         "a live message waited when run %s would end: it goes on instead of finalizing",
         run.run_id,

@@ -48,7 +48,11 @@ from ..llm import ThinkingLevel
 from ..transcript import validate_session_id
 from .attempt_loop import ModelAttemptLoop
 from .candidate import CandidateResult, RunFailoverError
-from .checkin import check_in_session, checkin_never_suspends, session_checkin_error
+from .checkin import (
+    check_in_session,
+    check_out_session,
+    checkin_never_suspends,
+)
 from .cron_reply import offers_before_agent_reply
 from .engine_lifecycle import (
     bootstrap_context_engine,
@@ -343,10 +347,7 @@ class _Run(RunState):
         self.engine = await self.runtime.resolve_context_engine()
         # asked before the session is opened: did it exist before this process saw it?
         bootstrap_due = await session_needs_bootstrap(self.engine, services, self.session_id)
-        try:
-            session = await services.checkout_session(self.session_id, cwd=os.getcwd())
-        except OSError as exc:  # e.g. the lines a failed flush kept, still not writable
-            raise session_checkin_error(self, exc, f"reopening session {self.session_id}") from exc
+        session = await check_out_session(self, os.getcwd())
         self.session = session
         self.start_leaf_id = session.get_leaf_id()
         try:

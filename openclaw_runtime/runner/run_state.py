@@ -32,7 +32,7 @@ from ..redaction import package_logger, redact_event
 from .attempt import AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
-from .checkin import session_checkin_error
+from .checkin import flush_session, session_flush_error
 from .compaction_lifecycle import (
     PreCompactionSnapshot,
     defer_budget_compaction,
@@ -429,7 +429,7 @@ class RunState:
                 result = CompactResult(
                     ok=False, compacted=False, reason=f"{self.compaction_timeout} (run timeout)"
                 )
-                await snapshot.restore_after_timeout(session)
+                await snapshot.restore_after_timeout(session, run=self)
             elif result is not None and result.successor is not None:
                 successor, result = await follow_compaction_successor(
                     self.services, session, result, session_key=self.session_key
@@ -444,7 +444,7 @@ class RunState:
                             live_inbox_of(self.services.steering_store),
                             successor.session_id,
                         )
-            await session.flush()
+            await flush_session(self, session, "compaction")
         except BaseException as exc:
             unfinished = f"compaction did not complete: {type(exc).__name__}: {exc}"
             raise
@@ -461,13 +461,10 @@ class RunState:
         self.heartbeat()
         return result
 
-    def session_flush_error(self, exc: Exception) -> Exception:
-        """The run's error for a failed turn-end flush (``attempt._AttemptTurn.flush``)."""
-        during = (
-            f"the turn-end flush of session {self.session_id} "
-            "(its entries stay buffered for the next flush)"
-        )
-        return session_checkin_error(self, exc, during)
+    def session_flush_error(self, exc: Exception, phase: str = "turn-end") -> Exception:
+        """The run's error for a failed ``phase`` flush of its session (the turn end's:
+        ``attempt._AttemptTurn.flush``)."""
+        return session_flush_error(self, exc, phase)
 
     def current_session(self) -> Session:
         """The session the run is on now (a compaction successor once the engine moved it)."""
@@ -496,7 +493,7 @@ class RunState:
         """Cut oversized tool results on the branch; how many were cut."""
         session = self.session
         assert session is not None
-        outcome = await truncate_oversized_tool_results_in_session(session, window)
+        outcome = await truncate_oversized_tool_results_in_session(session, window, run=self)
         await self.emit(
             ToolResultsTruncated(outcome.truncated, outcome.rewritten_entries, outcome.reason)
         )

@@ -218,13 +218,22 @@ class RunServices:
 
     async def checkout_session(self, session_id: str, *, cwd: str) -> backends.Session:
         """An open session for a run: the one kept from the session's last turn (refreshed
-        with whatever other processes appended), else opened from the store."""
+        with whatever other processes appended), else opened from the store.
+
+        A kept session whose ``refresh`` raises an ``OpenClawRuntimeError`` (its file removed,
+        the lock not had in time) is closed and the session opened again; when that close
+        fails too (its flush: lines a failed flush kept, still not written), the session is
+        kept with them and the close's error raised, rather than dropped with its lines."""
         cached = self._open.pop(session_id, None)
         if cached is not None:
             try:
                 await cached.refresh()  # first writes what a failed flush left buffered
             except OpenClawRuntimeError:
-                await cached.aclose()
+                try:
+                    await cached.aclose()
+                except BaseException:
+                    self._open[session_id] = cached  # its lines stay for a later flush
+                    raise
             except BaseException:
                 self._open[session_id] = cached  # what it buffered stays for a later flush
                 raise
@@ -239,8 +248,7 @@ class RunServices:
         try:
             await session.flush()
         except BaseException:
-            self._open.pop(session.session_id, None)
-            self._open[session.session_id] = session
+            self.keep_session(session)
             raise
         key = session.session_id
         previous = self._open.pop(key, None)
@@ -250,6 +258,12 @@ class RunServices:
         while len(self._open) > self.max_open_sessions:
             _, oldest = self._open.popitem(last=False)
             await oldest.aclose()
+
+    def keep_session(self, session: backends.Session) -> None:
+        """Keep ``session`` open as the most recently used one, closing nothing (a failed
+        flush left lines buffered in it: the next checkout's ``refresh`` writes them)."""
+        self._open.pop(session.session_id, None)
+        self._open[session.session_id] = session
 
     def closed_by_checkin(self, session: backends.Session) -> list[Any]:
         """The sessions ``checkin_session(session)`` would close, in its order (the one kept

@@ -35,6 +35,7 @@ from ..context.lifecycle import compact_context_engine_with_safety_timeout
 from ..messages import AssistantMessage, CustomMessage, UserMessage
 from ..transcript.session_context import entry_message
 from ..transcript.update_events import SessionTranscriptUpdate, emit_session_transcript_update
+from .checkin import CheckinRun, flush_session
 
 __all__ = [
     "TruncationOutcome",
@@ -141,12 +142,16 @@ class TruncationOutcome:
 
 
 async def truncate_oversized_tool_results_in_session(
-    session: Session, context_window_tokens: int, *, max_chars_override: int | None = None
+    session: Session,
+    context_window_tokens: int,
+    *,
+    max_chars_override: int | None = None,
+    run: CheckinRun | None = None,
 ) -> TruncationOutcome:
     """Cut oversized tool results on the active branch (OpenClaw's
     ``truncateOversizedToolResultsInSession``); ``max_chars_override`` replaces the per-result
     cap derived from the window. A rewrite that changed the file is announced to the
-    transcript-update listeners."""
+    transcript-update listeners. A failed flush is ``run``'s error (``flush_session``)."""
     pairs = branch_messages_with_entries(session)
     messages = [message for _, message in pairs]
     updated, stats = truncate_oversized_tool_results_in_messages(
@@ -160,7 +165,7 @@ async def truncate_oversized_tool_results_in_session(
     if not replacements:
         return TruncationOutcome(0, 0, stats.reason or "nothing to truncate")
     result = await session.rewrite_transcript_entries(replacements)
-    await session.flush()
+    await flush_session(run, session, "tool-result truncation")
     if result.changed:
         emit_session_transcript_update(
             SessionTranscriptUpdate(

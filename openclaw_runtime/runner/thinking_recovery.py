@@ -31,6 +31,7 @@ from ..redaction import package_logger
 from ..transcript.thinking import is_assistant_message_with_content
 from ..transcript.thinking import strip_thinking_blocks_from_message as _strip_message
 from ..transcript.update_events import SessionTranscriptUpdate, emit_session_transcript_update
+from .checkin import flush_session
 from .run_state import RunState
 from .session_ops import branch_messages_with_entries
 
@@ -109,7 +110,7 @@ async def strip_thinking_in_run_session(run: RunState) -> int:
     before = [str(entry["id"]) for entry in session.get_branch()]
     own = _own_tail_length(before, run.start_leaf_id)
     result = await session.rewrite_transcript_entries(replacements)
-    await session.flush()
+    await flush_session(run, session, "thinking-strip")
     if not result.changed:
         return 0
     after = [str(entry["id"]) for entry in session.get_branch()]
