@@ -314,6 +314,14 @@ async def test_a_failed_compact_session_flush_names_the_session_and_loses_nothin
     assert _user_texts(records)[-1] == "later"
 
 
+def _disk_full_for(patch: pytest.MonkeyPatch, session_file: str) -> _FailingFlush:
+    """Every write to ``session_file`` fails (ENOSPC), whichever flush makes it."""
+    failing = _FailingFlush("nowhere")
+    failing.install(patch)
+    failing.failing, failing.only_inode = True, os.stat(session_file).st_ino
+    return failing
+
+
 @contextlib.contextmanager
 def _lock_held_elsewhere(session_file: str) -> Iterator[None]:
     """The session's write lock held by another thread (another writer, say; the lock is
@@ -348,9 +356,7 @@ async def test_a_kept_session_whose_reopening_fails_keeps_its_lines(
     first = await runtime.run("first", session_id=session_id)
     assert first.ok and first.session_file is not None
     with monkeypatch.context() as patch:
-        failing = _FailingFlush("nowhere")
-        failing.install(patch)
-        failing.failing, failing.only_inode = True, os.stat(first.session_file).st_ino
+        _disk_full_for(patch, first.session_file)
         second = await runtime.run("second", session_id=session_id)
     assert second.error is not None and "check-in (flush)" in second.error.message
     kept = runtime.services._open[session_id]
@@ -391,9 +397,7 @@ async def test_compact_session_writes_what_a_failed_check_in_kept_first(
     first = await runtime.run("first", session_id=session_id)
     assert first.ok and first.session_file is not None
     with monkeypatch.context() as patch:
-        failing = _FailingFlush("nowhere")
-        failing.install(patch)
-        failing.failing, failing.only_inode = True, os.stat(first.session_file).st_ino
+        _disk_full_for(patch, first.session_file)
         second = await runtime.run("second", session_id=session_id)
         with pytest.raises(OpenClawRuntimeError) as raised:
             await runtime.compact_session(session_id=session_id)
