@@ -50,7 +50,7 @@ from typing import Any
 from .entries import parse_timestamp_ms
 from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
-from .sanitize import OnError, SanitizerSpec, run_transcript_sanitizers
+from .sanitize import OnError, SanitizerSpec, is_plain_user_turn, run_transcript_sanitizers
 from .stage_specs import StageSpecs, stage_specs
 from .tool_calls import (
     extract_tool_calls_from_assistant,
@@ -431,8 +431,11 @@ class IncrementalSanitizer:
         ):
             start = len(self._inputs)
             head = self._outputs
-        # the stages as specs (worked out once): the same stages, names, orders and plugins
-        tail = full(list(messages[start:]), policy, specs, on_error=on_error)
+        if start == 0 and is_plain_user_turn(messages, policy):
+            tail = list(messages)  # what every built-in stage leaves of it (a fresh session)
+        else:
+            # the stages as specs (worked out once): the same stages, names, orders, plugins
+            tail = full(list(messages[start:]), policy, specs, on_error=on_error)
         out = [*head, *tail]
         boundary = find_stable_boundary(messages, start)
         if boundary > start:

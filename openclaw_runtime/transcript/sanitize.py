@@ -69,6 +69,7 @@ __all__ = [
     "Sanitizer",
     "SanitizerSpec",
     "guard_transcript_sanitizer",
+    "is_plain_user_turn",
     "run_transcript_sanitizers",
     "sanitize_session_history",
     "strip_stale_assistant_usage_before_latest_compaction",
@@ -228,6 +229,48 @@ BUILTIN_SANITIZERS: tuple[SanitizerSpec, ...] = (
     SanitizerSpec("stale_assistant_usage", _stale_usage, 80),
     SanitizerSpec("google_turn_ordering", _google_turn_ordering, 90),
 )
+
+
+def _declared_types(policy: TranscriptPolicy) -> bool:
+    limit = policy.image_max_bytes
+    return (
+        type(policy) is TranscriptPolicy  # no subclass overriding ``wants``
+        and isinstance(policy.api, str)
+        and isinstance(policy.provider, str)
+        and isinstance(policy.enabled, frozenset)
+        and isinstance(policy.disabled, frozenset)
+        and (limit is None or isinstance(limit, int))
+        and (policy.allowed_tool_names is None or isinstance(policy.allowed_tool_names, frozenset))
+    )
+
+
+def _is_plain_text_block(block: Any) -> bool:
+    if wget(block, "type") != "text":
+        return False
+    text = wget(block, "text")
+    return isinstance(text, str) and bool(text.strip())
+
+
+def is_plain_user_turn(messages: Sequence[Any], policy: TranscriptPolicy) -> bool:
+    """Whether ``messages`` is one user message of non-blank text only (a string, or text
+    blocks each with something to say) and ``policy``'s fields have their declared types:
+    a fresh session's first request.
+
+    Every built-in stage returns such a history as it is, whatever the policy (forced on or
+    not): no blank text to fill or drop, no image, no assistant turn, tool call or result,
+    no compaction summary, and a user message first; and none raises (the fields a stage
+    reads before looking at the messages are of their types). So the built-in pipeline's
+    output is a copy of the list, and the incremental sanitizer need not run it
+    (``tests/test_plain_user_turn.py`` holds it against the full pipeline)."""
+    if len(messages) != 1 or not _declared_types(policy):
+        return False
+    message = messages[0]
+    if role_of(message) != "user":
+        return False
+    content = wget(message, "content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    return isinstance(content, list) and bool(content) and all(map(_is_plain_text_block, content))
 
 
 # --------------------------------------------------------------------------- the runner
