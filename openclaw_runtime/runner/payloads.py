@@ -396,8 +396,9 @@ def build_embedded_run_payloads(
             )
         )
         has_reply = True
-        if parsed.text and _acknowledges_mutating_failure(parsed.text):
-            acknowledged = True
+        # read only by the tool-error warning below: not asked without a tool error
+        if last_tool_error is not None and parsed.text and not acknowledged:
+            acknowledged = _acknowledges_mutating_failure(parsed.text)
 
     if last_tool_error is not None:
         show, include_details = _tool_warning_policy(
