@@ -123,6 +123,8 @@ def _names_only_unknown(entry: str, known: set[str]) -> bool:
 
 
 def _warn_unknown_entries(steps: Sequence[PolicyStep], names: Iterable[str]) -> None:
+    if all(step.policy.allow is None and not step.policy.deny for step in steps):
+        return  # no entry to check (the common config): the known names are not needed
     known = set(known_tool_names()) | {normalize_tool_name(n) for n in names}
     for step in steps:
         unknown = [
