@@ -12,6 +12,13 @@ other load on the machine disturbs less) divided by K (µs per tool-calling turn
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
+With the durable mode, a **file floor** side runs in the same process: for each of K turn ends
+only the file work the durability guarantee needs (``durable_floor``: scan the turn's two lines,
+taken from a session file the durable side wrote, for registered secrets, ``flock`` the lock
+file, one ``write`` of both lines to an ``O_APPEND`` file, unlock; both files real, kept open,
+in the same temporary folder as the state dirs). It is printed next to ``durable − memory``:
+how far the durable mode's extra cost is from the least it could be.
+
 A third side, the **kernel floor**, runs the same loop on the bare kernel
 (``agent.loop.run_agent_loop``: the same stream function, the same tool, no session, no
 sanitizers, no context guard, no lanes, no recovery, events to a no-op). It is what any
@@ -25,6 +32,7 @@ Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 from __future__ import annotations
 
 import argparse
+import fcntl
 import itertools
 import os
 import platform
@@ -51,6 +59,7 @@ from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
 from openclaw_runtime.events import AgentEvent
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import ToolCall, UserMessage
+from openclaw_runtime.redaction import contains_secret
 
 PROMPT = "Read the files one after another."
 MAX_K = 200
@@ -130,6 +139,46 @@ def kernel_floor() -> Any:
     return kernel
 
 
+def turn_lines(state_dir: Path) -> tuple[bytes, bytes]:
+    """One tool-calling turn's two lines (the assistant's call, the tool's result) as the
+    durable side wrote them to a session file under ``state_dir``."""
+    session = next(state_dir.glob("**/*.jsonl"))
+    lines = session.read_bytes().splitlines(keepends=True)
+    call, result = lines[2], lines[3]  # after the header and the prompt
+    assert b'"toolCall"' in call and b'"toolResult"' in result, (call, result)
+    return call, result
+
+
+def durable_floor(directory: Path, lines: tuple[bytes, bytes]) -> Any:
+    """Only the file work a durable turn end needs, K times: the floor of ``durable − memory``.
+
+    Per turn end: each line scanned for registered secrets (``contains_secret``, what the
+    durable append does before a line may reach the file), the lock file's ``flock`` taken,
+    one ``write`` of both lines to the ``O_APPEND`` session file, the lock let go. The two
+    descriptors stay open (as a session that flushes often keeps them); nothing else is
+    checked (no other writer, no replaced file), which the runtime must check."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "floor.jsonl"
+    flags = os.O_CREAT | os.O_CLOEXEC
+    lock_fd = os.open(f"{path}.runtime.lock", os.O_RDWR | flags, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | flags, 0o600)
+    first, second = lines
+
+    async def floor(k: int) -> None:
+        for _ in range(k):
+            contains_secret(first)
+            contains_secret(second)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            os.write(fd, first + second)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+    def close() -> None:
+        os.close(fd)
+        os.close(lock_fd)
+
+    return floor, close
+
+
 async def amain(args: argparse.Namespace) -> None:
     ks: list[int] = args.k
     modes = ours_modes(args.mode)
@@ -160,6 +209,13 @@ async def amain(args: argparse.Namespace) -> None:
 
         kernel = kernel_floor()
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
+        runs = list(sides)
+        close_floor = None
+        if "durable" in modes:  # the file floor, with lines the durable side writes
+            await runs[0][1](ks[0])
+            lines = turn_lines(Path(name) / f"durable-k{ks[0]}")
+            floor, close_floor = durable_floor(Path(name) / "floor", lines)
+            sides.append(("file floor", floor))
         sides.append(("kernel floor", kernel))
         sides.append(("pydantic-ai", theirs))
         ours_sides = [side for side, _ in sides[:-1]]
@@ -168,7 +224,7 @@ async def amain(args: argparse.Namespace) -> None:
             kernel_calls = sum(1 for m in new if m.role == "toolResult")
             print(f"validation kernel floor K={k}: tools={kernel_calls}")
             assert kernel_calls == k and new[-1].stop_reason == "stop", [m.role for m in new]
-            for side, fn in sides[:-2]:
+            for side, fn in runs:
                 result = await fn(k)
                 roles = [m.role for m in result.messages]
                 calls = roles.count("toolResult")
@@ -192,6 +248,8 @@ async def amain(args: argparse.Namespace) -> None:
                         samples.setdefault((side, k), []).append(time.perf_counter() - start)
         for runtime in runtimes.values():
             await runtime.aclose()
+        if close_floor is not None:
+            close_floor()
     load = os.getloadavg()
     print(
         f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
@@ -208,14 +266,21 @@ async def amain(args: argparse.Namespace) -> None:
                 for side in ours_sides
             ]
             print(f"  {k:>4d} " + " ".join(f"{c:>22s}" for c in cells) + f" {theirs_us:>22,.0f}")
-        if len(ours_sides) == 3:
+        if len(runs) == 2:
+            durable, memory = runs[0][0], runs[1][0]
             print(
                 "  memory / durable: "
+                + ", ".join(f"K={k} {med[(memory, k)] / med[(durable, k)]:.2f}×" for k in ks)
+            )
+            print(
+                "  durable − memory (µs per tool call), and the file floor beside it: "
                 + ", ".join(
-                    f"K={k} {med[(ours_sides[1], k)] / med[(ours_sides[0], k)]:.2f}×" for k in ks
+                    f"K={k} {(med[(durable, k)] - med[(memory, k)]) / k * 1e6:,.1f} "
+                    f"(floor {med[('file floor', k)] / k * 1e6:,.1f})"
+                    for k in ks
                 )
             )
-        for side in ours_sides[:-1]:
+        for side, _ in runs:
             print(
                 f"  {side} above the kernel floor (µs per tool call): "
                 + ", ".join(
