@@ -12,12 +12,16 @@ other load on the machine disturbs less) divided by K (µs per tool-calling turn
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
-With the durable mode, a **file floor** side runs in the same process: for each of K turn ends
+With the durable mode, a **file floor** runs in the same process: for each of K turn ends
 only the file work the durability guarantee needs (``durable_floor``: scan the turn's two lines,
 taken from a session file the durable side wrote, for registered secrets, ``flock`` the lock
 file, one ``write`` of both lines to an ``O_APPEND`` file, unlock; both files real, kept open,
-in the same temporary folder as the state dirs). It is printed next to ``durable − memory``:
-how far the durable mode's extra cost is from the least it could be.
+in the same temporary folder as the state dirs). Twice: alone, K times in a row (``file
+floor``: hot caches, its least), and with ``--mode both`` also **in place** (``memory +
+floor``: a memory-mode runtime whose every session flush does that work, so ``(memory +
+floor) − memory`` is the floor as a real run pays it, cold caches and all). Both are printed
+next to ``durable − memory``: how far the durable mode's extra cost is from the least it
+could be.
 
 A third side, the **kernel floor**, runs the same loop on the bare kernel
 (``agent.loop.run_agent_loop``: the same stream function, the same tool, no session, no
@@ -150,13 +154,14 @@ def turn_lines(state_dir: Path) -> tuple[bytes, bytes]:
 
 
 def durable_floor(directory: Path, lines: tuple[bytes, bytes]) -> Any:
-    """Only the file work a durable turn end needs, K times: the floor of ``durable − memory``.
+    """Only the file work a durable turn end needs: the floor of ``durable − memory``.
 
-    Per turn end: each line scanned for registered secrets (``contains_secret``, what the
+    ``turn_end()``: each line scanned for registered secrets (``contains_secret``, what the
     durable append does before a line may reach the file), the lock file's ``flock`` taken,
     one ``write`` of both lines to the ``O_APPEND`` session file, the lock let go. The two
     descriptors stay open (as a session that flushes often keeps them); nothing else is
-    checked (no other writer, no replaced file), which the runtime must check."""
+    checked (no other writer, no replaced file), which the runtime must check. Returns
+    ``(turn_end, close)``."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "floor.jsonl"
     flags = os.O_CREAT | os.O_CLOEXEC
@@ -164,19 +169,39 @@ def durable_floor(directory: Path, lines: tuple[bytes, bytes]) -> Any:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | flags, 0o600)
     first, second = lines
 
-    async def floor(k: int) -> None:
-        for _ in range(k):
-            contains_secret(first)
-            contains_secret(second)
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            os.write(fd, first + second)
-            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+    def turn_end() -> None:
+        contains_secret(first)
+        contains_secret(second)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        os.write(fd, first + second)
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
     def close() -> None:
         os.close(fd)
         os.close(lock_fd)
 
-    return floor, close
+    return turn_end, close
+
+
+def floor_in_place(runtime: Any, turn_end: Any) -> Any:
+    """A side running memory-mode ``runtime`` with ``turn_end`` done at every session flush
+    (memory mode's own flush does nothing): the file floor paid inside a real run."""
+    from openclaw_runtime.transcript.memory import MemorySession
+
+    async def flush(self: MemorySession) -> None:
+        turn_end()
+
+    async def ours(k: int) -> Any:
+        plain = MemorySession.flush
+        MemorySession.flush = flush  # type: ignore[method-assign]
+        try:
+            return await runtime[k].run(
+                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+            )
+        finally:
+            MemorySession.flush = plain  # type: ignore[method-assign]
+
+    return ours
 
 
 async def amain(args: argparse.Namespace) -> None:
@@ -209,13 +234,25 @@ async def amain(args: argparse.Namespace) -> None:
 
         kernel = kernel_floor()
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
-        runs = list(sides)
         close_floor = None
         if "durable" in modes:  # the file floor, with lines the durable side writes
-            await runs[0][1](ks[0])
+            await sides[0][1](ks[0])
             lines = turn_lines(Path(name) / f"durable-k{ks[0]}")
-            floor, close_floor = durable_floor(Path(name) / "floor", lines)
+            turn_end, close_floor = durable_floor(Path(name) / "floor", lines)
+            if "memory" in modes:
+                in_place = {
+                    k: make_runtime(Path(name) / f"floor-k{k}", loop_stream(k), memory=True)
+                    for k in ks
+                }
+                runtimes.update({("floor", k): runtime for k, runtime in in_place.items()})
+                sides.append(("memory + floor", floor_in_place(in_place, turn_end)))
+
+            async def floor(k: int) -> None:
+                for _ in range(k):
+                    turn_end()
+
             sides.append(("file floor", floor))
+        runs = [(side, fn) for side, fn in sides if side != "file floor"]
         sides.append(("kernel floor", kernel))
         sides.append(("pydantic-ai", theirs))
         ours_sides = [side for side, _ in sides[:-1]]
@@ -266,17 +303,19 @@ async def amain(args: argparse.Namespace) -> None:
                 for side in ours_sides
             ]
             print(f"  {k:>4d} " + " ".join(f"{c:>22s}" for c in cells) + f" {theirs_us:>22,.0f}")
-        if len(runs) == 2:
+        if len(runs) == 3:
             durable, memory = runs[0][0], runs[1][0]
             print(
                 "  memory / durable: "
                 + ", ".join(f"K={k} {med[(memory, k)] / med[(durable, k)]:.2f}×" for k in ks)
             )
             print(
-                "  durable − memory (µs per tool call), and the file floor beside it: "
+                "  durable − memory (µs per tool call); the file floor in place ((memory + "
+                "floor) − memory) and alone: "
                 + ", ".join(
                     f"K={k} {(med[(durable, k)] - med[(memory, k)]) / k * 1e6:,.1f} "
-                    f"(floor {med[('file floor', k)] / k * 1e6:,.1f})"
+                    f"(floor {(med[('memory + floor', k)] - med[(memory, k)]) / k * 1e6:,.1f} "
+                    f"in place, {med[('file floor', k)] / k * 1e6:,.1f} alone)"
                     for k in ks
                 )
             )
