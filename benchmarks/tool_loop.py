@@ -12,6 +12,17 @@ other load on the machine disturbs less) divided by K (µs per tool-calling turn
 ours / pydantic-ai, and the marginal cost of one more tool call between two K values (flat
 means the marginal cost does not grow with K). The load average is printed with the result.
 
+With the durable mode, a **file floor** runs in the same process: for each of K turn ends
+only the file work the durability guarantee needs (``durable_floor``: scan the turn's two lines,
+taken from a session file the durable side wrote, for registered secrets, ``flock`` the lock
+file, one ``write`` of both lines to an ``O_APPEND`` file, unlock; both files real, kept open,
+in the same temporary folder as the state dirs). Twice: alone, K times in a row (``file
+floor``: hot caches, its least), and with ``--mode both`` also **in place** (``memory +
+floor``: a memory-mode runtime whose every session flush does that work, so ``(memory +
+floor) − memory`` is the floor as a real run pays it, cold caches and all). Both are printed
+next to ``durable − memory``: how far the durable mode's extra cost is from the least it
+could be.
+
 A third side, the **kernel floor**, runs the same loop on the bare kernel
 (``agent.loop.run_agent_loop``: the same stream function, the same tool, no session, no
 sanitizers, no context guard, no lanes, no recovery, events to a no-op). It is what any
@@ -25,6 +36,7 @@ Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 from __future__ import annotations
 
 import argparse
+import fcntl
 import itertools
 import os
 import platform
@@ -51,6 +63,7 @@ from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
 from openclaw_runtime.events import AgentEvent
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import ToolCall, UserMessage
+from openclaw_runtime.redaction import contains_secret
 
 PROMPT = "Read the files one after another."
 MAX_K = 200
@@ -130,6 +143,67 @@ def kernel_floor() -> Any:
     return kernel
 
 
+def turn_lines(state_dir: Path) -> tuple[bytes, bytes]:
+    """One tool-calling turn's two lines (the assistant's call, the tool's result) as the
+    durable side wrote them to a session file under ``state_dir``."""
+    session = next(state_dir.glob("**/*.jsonl"))
+    lines = session.read_bytes().splitlines(keepends=True)
+    call, result = lines[2], lines[3]  # after the header and the prompt
+    assert b'"toolCall"' in call and b'"toolResult"' in result, (call, result)
+    return call, result
+
+
+def durable_floor(directory: Path, lines: tuple[bytes, bytes]) -> Any:
+    """Only the file work a durable turn end needs: the floor of ``durable − memory``.
+
+    ``turn_end()``: each line scanned for registered secrets (``contains_secret``, what the
+    durable append does before a line may reach the file), the lock file's ``flock`` taken,
+    one ``write`` of both lines to the ``O_APPEND`` session file, the lock let go. The two
+    descriptors stay open (as a session that flushes often keeps them); nothing else is
+    checked (no other writer, no replaced file), which the runtime must check. Returns
+    ``(turn_end, close)``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "floor.jsonl"
+    flags = os.O_CREAT | os.O_CLOEXEC
+    lock_fd = os.open(f"{path}.runtime.lock", os.O_RDWR | flags, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | flags, 0o600)
+    first, second = lines
+
+    def turn_end() -> None:
+        contains_secret(first)
+        contains_secret(second)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        os.write(fd, first + second)
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+    def close() -> None:
+        os.close(fd)
+        os.close(lock_fd)
+
+    return turn_end, close
+
+
+def floor_in_place(runtime: Any, turn_end: Any) -> Any:
+    """A side running memory-mode ``runtime`` with ``turn_end`` done at every session flush
+    (memory mode's own flush does nothing): the file floor paid inside a real run."""
+    from openclaw_runtime.transcript.memory import MemorySession
+
+    async def flush(self: MemorySession) -> None:
+        turn_end()
+
+    async def ours(k: int) -> Any:
+        plain = MemorySession.flush
+        MemorySession.flush = flush  # type: ignore[method-assign]
+        try:
+            return await runtime[k].run(
+                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+            )
+        finally:
+            MemorySession.flush = plain  # type: ignore[method-assign]
+
+    return ours
+
+
 async def amain(args: argparse.Namespace) -> None:
     ks: list[int] = args.k
     modes = ours_modes(args.mode)
@@ -160,6 +234,25 @@ async def amain(args: argparse.Namespace) -> None:
 
         kernel = kernel_floor()
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
+        close_floor = None
+        if "durable" in modes:  # the file floor, with lines the durable side writes
+            await sides[0][1](ks[0])
+            lines = turn_lines(Path(name) / f"durable-k{ks[0]}")
+            turn_end, close_floor = durable_floor(Path(name) / "floor", lines)
+            if "memory" in modes:
+                in_place = {
+                    k: make_runtime(Path(name) / f"floor-k{k}", loop_stream(k), memory=True)
+                    for k in ks
+                }
+                runtimes.update({("floor", k): runtime for k, runtime in in_place.items()})
+                sides.append(("memory + floor", floor_in_place(in_place, turn_end)))
+
+            async def floor(k: int) -> None:
+                for _ in range(k):
+                    turn_end()
+
+            sides.append(("file floor", floor))
+        runs = [(side, fn) for side, fn in sides if side != "file floor"]
         sides.append(("kernel floor", kernel))
         sides.append(("pydantic-ai", theirs))
         ours_sides = [side for side, _ in sides[:-1]]
@@ -168,7 +261,7 @@ async def amain(args: argparse.Namespace) -> None:
             kernel_calls = sum(1 for m in new if m.role == "toolResult")
             print(f"validation kernel floor K={k}: tools={kernel_calls}")
             assert kernel_calls == k and new[-1].stop_reason == "stop", [m.role for m in new]
-            for side, fn in sides[:-2]:
+            for side, fn in runs:
                 result = await fn(k)
                 roles = [m.role for m in result.messages]
                 calls = roles.count("toolResult")
@@ -192,6 +285,8 @@ async def amain(args: argparse.Namespace) -> None:
                         samples.setdefault((side, k), []).append(time.perf_counter() - start)
         for runtime in runtimes.values():
             await runtime.aclose()
+        if close_floor is not None:
+            close_floor()
     load = os.getloadavg()
     print(
         f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
@@ -208,14 +303,23 @@ async def amain(args: argparse.Namespace) -> None:
                 for side in ours_sides
             ]
             print(f"  {k:>4d} " + " ".join(f"{c:>22s}" for c in cells) + f" {theirs_us:>22,.0f}")
-        if len(ours_sides) == 3:
+        if len(runs) == 3:
+            durable, memory = runs[0][0], runs[1][0]
             print(
                 "  memory / durable: "
+                + ", ".join(f"K={k} {med[(memory, k)] / med[(durable, k)]:.2f}×" for k in ks)
+            )
+            print(
+                "  durable − memory (µs per tool call); the file floor in place ((memory + "
+                "floor) − memory) and alone: "
                 + ", ".join(
-                    f"K={k} {med[(ours_sides[1], k)] / med[(ours_sides[0], k)]:.2f}×" for k in ks
+                    f"K={k} {(med[(durable, k)] - med[(memory, k)]) / k * 1e6:,.1f} "
+                    f"(floor {(med[('memory + floor', k)] - med[(memory, k)]) / k * 1e6:,.1f} "
+                    f"in place, {med[('file floor', k)] / k * 1e6:,.1f} alone)"
+                    for k in ks
                 )
             )
-        for side in ours_sides[:-1]:
+        for side, _ in runs:
             print(
                 f"  {side} above the kernel floor (µs per tool call): "
                 + ", ".join(

@@ -74,8 +74,14 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to ``fd`` (``os.write`` may write only part of it)."""
-    view = memoryview(data)
+    """Write all of ``data`` to ``fd`` (``os.write`` may write only part of it; the usual
+    whole write makes no view of ``data``)."""
+    if not data:
+        return
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         view = view[os.write(fd, view) :]
 

@@ -158,7 +158,9 @@ class FlushFiles:
         """Mark the descriptors in use for one flush; ``False`` when they were closed (by
         the session, or to make room for another) or inherited through a fork."""
         with _lock:
-            if self._generation != _generation or not self._close.alive:
+            # a closed entry has given its place back (``_close_all``); a fork's
+            # ``_kept`` is new, and the generation tells its entries from the parent's
+            if self._generation != _generation or self._token not in _kept:
                 return False
             self.in_use = True
             _kept.move_to_end(self._token)

@@ -30,6 +30,7 @@ from .session_ids import validate_session_id
 from .tree import SessionTree
 
 __all__ = [
+    "NO_CHANGES",
     "PROMOTE_AT",
     "Clock",
     "ExternalChanges",
@@ -48,13 +49,18 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExternalChanges:
     """Changes another writer made to the session since a manager last looked."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     tree: SessionTree | None = None
     torn_tail: bool = False
+
+
+#: "Nobody else wrote": what a flush's look at the file finds nearly always, shared (read
+#: only: nothing changes an ``ExternalChanges`` once made).
+NO_CHANGES = ExternalChanges()
 
 
 def parse_appended(delta: bytes) -> tuple[list[dict[str, Any]], bool]:

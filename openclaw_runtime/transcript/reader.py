@@ -23,6 +23,7 @@ from .flush_files import FlushFiles
 from .incremental import IncrementalSanitizer
 from .jsonl import DEFAULT_LOCK_TIMEOUT, Durability
 from .load import (
+    NO_CHANGES,
     Clock,
     ExternalChanges,
     bulk_allocation,
@@ -82,6 +83,7 @@ class SessionReader:
                 f"durability must be one of {', '.join(_DURABILITIES)}, got {durability!r}"
             )
         self.path = path
+        self._fspath = os.fspath(path)  # what every flush's ``stat`` names (no path object)
         # what ``session_lock_at`` takes
         self._lock_key = os.path.abspath(path) if self.locks_by_path else ""
         self.durability: Durability = durability
@@ -253,12 +255,12 @@ class SessionReader:
     def _read_external_changes(self) -> ExternalChanges:
         """What other writers did since our last read or write (called under the lock)."""
         try:
-            stat = os.stat(self.path)
+            stat = os.stat(self._fspath)
         except FileNotFoundError:
             raise TranscriptError(f"session file {self.path.name} was removed") from None
         inode, size = self._file_state
         if stat.st_ino == inode and stat.st_size == size:
-            return ExternalChanges()
+            return NO_CHANGES
         if stat.st_ino != inode or stat.st_size < size:
             data = self.path.read_bytes()
             tree, _, state = load_session_file(
