@@ -109,6 +109,9 @@ class RepairPlan:
     set_aside_blocks: int = 0
     #: Byte range in the parsed data of each planned entry (parallel to ``entries``).
     spans: list[tuple[int, int]] = field(default_factory=list)
+    #: ``as_written`` only: how many leading parsed entries are clean-head entries (planned
+    #: as they are whatever follows them: ``_untouched`` gives ``_CLEAN``), 0 otherwise.
+    clean_run: int = 0
 
     @property
     def needed(self) -> bool:
@@ -226,39 +229,55 @@ def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) 
     return None
 
 
-def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> bool:
+#: ``_untouched``: the full rules needed / untouched / untouched and a clean-head entry
+_TOUCHED, _UNTOUCHED, _CLEAN = 0, 1, 2
+
+
+def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> int:
     """Whether the per-entry rules of ``plan_session_repair`` as the store's own loader
     (``as_written``) leave ``entry`` exactly as it is: its own id, a parent before it (or
     none), not a leaf record (its target is checked the slow way), and every content block an
-    object with a non-empty string ``type``. One pass without allocations; ``False`` only
-    means "take the full rules" (equivalence: ``tests/test_repair_plan_fast.py``)."""
+    object with a non-empty string ``type``. One pass without allocations; falsy
+    (``_TOUCHED``) only means "take the full rules" (equivalence:
+    ``tests/test_repair_plan_fast.py``). ``_CLEAN``: untouched, and its parent is none or an
+    earlier entry, so no later line can change its plan (a clean-head entry, ``load.CleanHead``);
+    ``_UNTOUCHED``: untouched, but its parent is in no entry (a later line could take its id)."""
     if first_seen[entry["id"]] != index:
-        return False
+        return _TOUCHED
     parent = entry.get("parentId")
-    if parent is not None and first_seen.get(parent, -1) >= index:
-        return False
+    verdict = _CLEAN
+    if parent is not None:
+        at = first_seen.get(parent, -1)
+        if at >= index:
+            return _TOUCHED
+        if at < 0:
+            verdict = _UNTOUCHED
     kind = entry["type"]
     if kind == "message":
         holder = entry.get("message")
         if type(holder) is not dict:
-            return False
+            return _TOUCHED
         content = holder.get("content")
     elif kind == "custom_message":
         content = entry.get("content")
     else:
-        return kind != "leaf"
+        return _TOUCHED if kind == "leaf" else verdict
     if type(content) is list:
         for block in content:
             if type(block) is not dict:
-                return False
+                return _TOUCHED
             block_type = block.get("type")
             if type(block_type) is not str or not block_type:
-                return False
-    return True
+                return _TOUCHED
+    return verdict
 
 
 def plan_session_repair(
-    parsed: ParsedSession, *, keep_error_turns: bool = False, as_written: bool = False
+    parsed: ParsedSession,
+    *,
+    keep_error_turns: bool = False,
+    as_written: bool = False,
+    clean: int = 0,
 ) -> RepairPlan:
     """Apply the per-record rules and the trailing-error rule to one parse (pure).
 
@@ -267,6 +286,8 @@ def plan_session_repair(
     failed turns away from providers. ``as_written`` is the store's own loader
     (``SessionManager.open``): error turns kept as above and blank user content kept too
     (the ``blank_user_turns`` sanitizer fills it in on replay), so only damage changes a line.
+    ``clean`` (``as_written`` only): the first ``clean`` entries are known to be clean-head
+    entries (``load.CleanHead``), taken as they are without their rules.
     """
     keep_error_turns = keep_error_turns or as_written
     entries = parsed.entries
@@ -274,13 +295,22 @@ def plan_session_repair(
     changed: list[bool] = []
     plan = RepairPlan(out, changed, list(parsed.invalid))
     spans = plan.spans
-    first_seen = _first_positions(entries)
     all_spans = parsed.spans
     has_spans = len(all_spans) == len(entries)
-    for index, entry in enumerate(entries):
+    start = clean if as_written and has_spans else 0
+    if start:
+        # what the rules below give them, whatever follows (``_untouched``: ``_CLEAN``)
+        out.extend(entries[:start])
+        changed.extend([False] * start)
+        spans.extend(all_spans[:start])
+    run = start  # the leading clean-head entries so far
+    first_seen = _first_positions(entries) if start < len(entries) else {}
+    for index, entry in enumerate(entries[start:] if start else entries, start):
         span = all_spans[index] if has_spans or index < len(all_spans) else (0, 0)
-        if as_written and _untouched(entry, index, first_seen):
+        if as_written and (verdict := _untouched(entry, index, first_seen)):
             # the common case (every line of a file the store wrote): nothing to change
+            if run == index and verdict == _CLEAN:
+                run += 1
             spans.append(span)
             out.append(entry)
             changed.append(False)
@@ -325,6 +355,8 @@ def plan_session_repair(
         changed.pop()
         spans.pop()
         plan.dropped_trailing_assistant_messages += 1
+    if as_written:
+        plan.clean_run = run
     return plan
 
 
