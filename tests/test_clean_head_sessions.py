@@ -16,7 +16,7 @@ import pytest
 from openclaw_runtime.transcript import replay_checkpoint as rc
 from openclaw_runtime.transcript.replay_checkpoint import checkpoint_path, read_checkpoint
 from openclaw_runtime.transcript.store import SessionManager
-from tests.test_replay_checkpoint import _cold
+from tests.test_replay_checkpoint import _cold, _turn
 from tests.test_replay_checkpoint import _written as _written_once
 from tests.test_transcript_incremental import POLICIES, dumped
 
@@ -192,3 +192,22 @@ async def test_a_side_file_older_than_its_session(tmp_path: Path, rewrite: bool)
     assert _state(reopened) == _without_side_file(path, tmp_path / "plain")
     await reopened.aclose()
     await _cold(path, POLICY)
+
+
+async def test_a_head_checked_for_another_checkpoint_reads_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    await _written(path, None, POLICY)
+    checkpoint = read_checkpoint(checkpoint_path(path))
+    assert checkpoint is not None
+    session = SessionManager.open_sync(path, durability="none")
+    head = session._tree.clean_head
+    assert head is not None and head.checked == (checkpoint.file_bytes, checkpoint.file_crc)
+    head.checked = (checkpoint.file_bytes - 1, checkpoint.file_crc)  # another checkpoint's
+    reads = _counting_head_reads(monkeypatch)
+    got, expected, _ = await _turn(session, POLICY, 30_000_000)
+    assert got == expected
+    assert session.replay_checkpoint.restored == checkpoint.messages > 0
+    assert reads == [checkpoint.file_bytes]  # the file's head read, as without a head
+    await session.aclose()
