@@ -211,3 +211,22 @@ async def test_a_head_checked_for_another_checkpoint_reads_the_file(
     assert session.replay_checkpoint.restored == checkpoint.messages > 0
     assert reads == [checkpoint.file_bytes]  # the file's head read, as without a head
     await session.aclose()
+
+
+async def test_a_session_opened_without_a_side_file_records_one_the_next_start_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    await _written_once(path, None, POLICY)
+    checkpoint_path(path).unlink()
+    loaded = len(path.read_bytes())
+    reads = _counting_head_reads(monkeypatch)
+    restored, _ = await _cold(path, POLICY)  # nothing to restore; its close records
+    assert restored == 0
+    assert reads == [len(path.read_bytes())]
+    # the record CRC'd the loaded bytes it kept and read only what its turn wrote
+    recorded = read_checkpoint(checkpoint_path(path))
+    assert recorded is not None and recorded.clean is not None
+    assert recorded.clean[0] == loaded
+    restored, _ = await _cold(path, POLICY)
+    assert restored == recorded.messages > 0
