@@ -229,30 +229,31 @@ def _file_prefix_crc(
     return zlib.crc32(data, crc)
 
 
-def _sources(
+def _sources_digest(
     messages: Sequence[Any], entries: Sequence[Any], cache: Mapping[int, Any]
-) -> list[Any] | None:
-    """The entry among ``entries`` each message was made from (``cache``: ``id(entry)`` →
-    message), or ``None`` when one was not made from any of them."""
-    # the common case, a branch that is the file's order: one walk, no look-up tables
-    out = []
+) -> str | None:
+    """``ids_digest`` of the entry among ``entries`` each message was made from (``cache``:
+    ``id(entry)`` → message), or ``None`` when one was not made from any of them."""
+    # the common case, a branch that is the file's order: one walk, no look-up tables, each
+    # source's id read while the walk is on it (not in a second walk over the sources)
+    lines = []
     walk = iter(entries)
-    found = True
     for message in messages:
         for entry in walk:
             if cache.get(id(entry)) is message:
-                out.append(entry)
+                lines.append(f"{entry.get('id')}\n")
                 break
         else:
-            found = False
-            break
-    return out if found else _sources_by_tables(messages, entries, cache)
+            sources = _sources_by_tables(messages, entries, cache)
+            return None if sources is None else ids_digest(sources)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 def _sources_by_tables(
     messages: Sequence[Any], entries: Sequence[Any], cache: Mapping[int, Any]
 ) -> list[Any] | None:
-    """``_sources`` for any branch order, through look-up tables."""
+    """The entry among ``entries`` each message was made from, for any branch order, through
+    look-up tables (``None``: one was not made from any of them)."""
     by_key = {id(entry): entry for entry in entries}
     entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
     out = []
@@ -466,8 +467,8 @@ class ReplayCheckpointer:
             if step <= 0 or (not force and step < max(_MIN_STEP, recorded[1] // _STEP_SHARE)):
                 return
         entries, state, cache = self._source.replay_sources()
-        sources = _sources(prefix, entries, cache)
-        if sources is None:
+        digest = _sources_digest(prefix, entries, cache)
+        if digest is None:
             return
         head = self._source.clean_head()
         clean = None if head is None else head.fact()
@@ -488,7 +489,7 @@ class ReplayCheckpointer:
             len(entries),
             state[1],
             crc,
-            ids_digest(sources),
+            digest,
             tokens,
             scheme,
             tuple(sorted(call_ids)),
@@ -519,9 +520,9 @@ def _check_messages(
     cache: Mapping[int, Any],
 ) -> str | None:
     count = checkpoint.messages
-    sources = _sources(messages[:count], entries[: checkpoint.entries], cache)
-    if sources is None:
+    digest = _sources_digest(messages[:count], entries[: checkpoint.entries], cache)
+    if digest is None:
         return "a message not made from an entry the checkpoint covers"
-    if ids_digest(sources) != checkpoint.ids_digest:
+    if digest != checkpoint.ids_digest:
         return "the history starts with other entries"
     return None
