@@ -36,6 +36,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -208,10 +209,11 @@ def set_aside_unusable_blocks(
 
 
 def _first_positions(entries: list[dict[str, Any]]) -> dict[str, int]:
-    positions: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        positions.setdefault(entry["id"], index)
-    return positions
+    """Each id's first index among ``entries`` (every entry has an id: ``entry_problem``)."""
+    # at C speed: built from the end, so an id's first index is the one left
+    ids = list(map(itemgetter("id"), entries))
+    ids.reverse()
+    return dict(zip(ids, range(len(entries) - 1, -1, -1), strict=True))
 
 
 def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> str | None:
@@ -242,33 +244,34 @@ def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) ->
     ``tests/test_repair_plan_fast.py``). ``_CLEAN``: untouched, and its parent is none or an
     earlier entry, so no later line can change its plan (a clean-head entry, ``load.CleanHead``);
     ``_UNTOUCHED``: untouched, but its parent is in no entry (a later line could take its id)."""
+    # (literals, not the names: this runs once per entry of every slow load)
     if first_seen[entry["id"]] != index:
-        return _TOUCHED
+        return 0
     parent = entry.get("parentId")
-    verdict = _CLEAN
+    verdict = 2
     if parent is not None:
         at = first_seen.get(parent, -1)
-        if at >= index:
-            return _TOUCHED
-        if at < 0:
-            verdict = _UNTOUCHED
+        if not 0 <= at < index:
+            if at >= 0:  # itself or a later entry
+                return 0
+            verdict = 1
     kind = entry["type"]
     if kind == "message":
         holder = entry.get("message")
         if type(holder) is not dict:
-            return _TOUCHED
+            return 0
         content = holder.get("content")
     elif kind == "custom_message":
         content = entry.get("content")
     else:
-        return _TOUCHED if kind == "leaf" else verdict
+        return 0 if kind == "leaf" else verdict
     if type(content) is list:
         for block in content:
             if type(block) is not dict:
-                return _TOUCHED
+                return 0
             block_type = block.get("type")
             if type(block_type) is not str or not block_type:
-                return _TOUCHED
+                return 0
     return verdict
 
 
@@ -303,18 +306,19 @@ def plan_session_repair(
         out.extend(entries[:start])
         changed.extend([False] * start)
         spans.extend(all_spans[:start])
-    run = start  # the leading clean-head entries so far
+    run = len(entries)  # the leading clean-head entries: until the first entry that is not
     first_seen = _first_positions(entries) if start < len(entries) else {}
     for index, entry in enumerate(entries[start:] if start else entries, start):
         span = all_spans[index] if has_spans or index < len(all_spans) else (0, 0)
         if as_written and (verdict := _untouched(entry, index, first_seen)):
             # the common case (every line of a file the store wrote): nothing to change
-            if run == index and verdict == _CLEAN:
-                run += 1
+            if verdict != 2 and index < run:  # untouched, not _CLEAN
+                run = index
             spans.append(span)
             out.append(entry)
             changed.append(False)
             continue
+        run = min(run, index)
         broken = _broken_link(entry, index, first_seen)
         if broken is not None:
             line = _line_number(parsed.data, span[0])
