@@ -130,8 +130,13 @@ def entry_problem(entry: Any) -> str | None:
     return None
 
 
-def parse_session_bytes(data: bytes) -> ParsedSession:
-    """Split, decode and check every line of a session file in one pass."""
+def parse_session_bytes(data: bytes, clean: int = 0) -> ParsedSession:
+    """Split, decode and check every line of a session file in one pass.
+
+    ``clean``: the first ``clean`` bytes are known to hold only the header line, blank lines
+    and lines that are session entries (``load.CleanHead``: proven against a CRC of these very
+    bytes), so ``entry_problem`` is not asked for the lines that start there.
+    """
     parsed = ParsedSession(data=data)
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
@@ -174,7 +179,7 @@ def parse_session_bytes(data: bytes) -> ParsedSession:
                 parsed.header_problem = "first record is not a JSON object"
             start = next_start
             continue
-        problem = entry_problem(record)
+        problem = entry_problem(record) if start >= clean else None
         if problem is not None:
             invalid.append(InvalidLine(line_number, data[start:end], problem, terminated))
         else:

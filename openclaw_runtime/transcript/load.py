@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import TranscriptError
+from .clean_head import KnownHead, clean_entries, found_head, proven_head
 from .entries import iso_timestamp
 from .header import salvage_session_header
 from .jsonl import atomic_write, keep_invalid_lines, parse_session_bytes, session_lock
@@ -124,23 +125,40 @@ def bulk_allocation() -> Iterator[None]:
 
 
 def load_session_file(
-    path: Path, data: bytes, *, repair: bool, clock: Clock, timeout: float
+    path: Path,
+    data: bytes,
+    *,
+    repair: bool,
+    clock: Clock,
+    timeout: float,
+    known: KnownHead | None = None,
 ) -> tuple[SessionTree, RepairReport, tuple[int, int]]:
-    """Parse (and when asked, repair) one session file; returns the tree and file state."""
+    """Parse (and when asked, repair) one session file; returns the tree and file state.
+
+    ``known``: what the side file says of the file's head (``clean_head``); its clean head,
+    when ``data`` starts with it, is taken without its checks, and the tree gets the clean
+    head of ``data`` (``SessionTree.clean_head``).
+    """
+    proven = proven_head(data, known)
     with bulk_allocation():
-        parsed = parse_session_bytes(data)
+        parsed = (
+            parse_session_bytes(data) if proven is None else parse_session_bytes(data, proven[0])
+        )
     if parsed.header_problem is not None:
         return _recover_header(
             path, data, parsed.header_problem, repair=repair, clock=clock, timeout=timeout
         )
     assert parsed.header is not None
-    plan = plan_session_repair(parsed, as_written=True)
+    clean = 0 if proven is None else clean_entries(parsed.spans, proven[0])
+    plan = plan_session_repair(parsed, as_written=True, clean=clean)
     report = RepairReport(repaired=False)
     if repair and plan.needed:
         with session_lock(path, timeout=timeout):
             latest = path.read_bytes()
             if latest != data:
-                return load_session_file(path, latest, repair=repair, clock=clock, timeout=timeout)
+                return load_session_file(
+                    path, latest, repair=repair, clock=clock, timeout=timeout, known=known
+                )
             moment = clock()
             backup, side = write_repair(
                 path,
@@ -151,17 +169,15 @@ def load_session_file(
             )
             report = report_for(plan, repaired=True, backup_path=backup, invalid_lines_path=side)
             stat = os.stat(path)
-    else:
-        if not repair:
-            plan = plan_session_repair(parsed, as_written=True)  # in memory only
-        # The size we parsed, not the size now: a writer that appended since the read is
-        # then noticed (and its entries read) before our next write.
-        return (
-            SessionTree.build(parsed.header, plan.entries),
-            report,
-            (os.stat(path).st_ino, len(data)),
-        )
-    return SessionTree.build(parsed.header, plan.entries), report, (stat.st_ino, stat.st_size)
+        # the tree of the repaired file is the plan's; its bytes are not ``data``: no clean head
+        return SessionTree.build(parsed.header, plan.entries), report, (stat.st_ino, stat.st_size)
+    # (without ``repair`` the plan is the same: it is kept in memory only)
+    tree = SessionTree.build(parsed.header, plan.entries)
+    run = 0 if parsed.invalid else plan.clean_run
+    tree.clean_head = found_head(data, parsed.spans, run, proven, known)
+    # The size we parsed, not the size now: a writer that appended since the read is then
+    # noticed (and its entries read) before our next write.
+    return tree, report, (os.stat(path).st_ino, len(data))
 
 
 def _stem_session_id(path: Path) -> str:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import anyio
 
 from .._exceptions import TranscriptError
+from .clean_head import CleanHead
 from .entries import LEAF_MOVING_TYPES, path_to_root
 from .flush_files import FlushFiles
 from .incremental import IncrementalSanitizer
@@ -245,6 +246,10 @@ class SessionReader:
         """For ``ReplayCheckpointer``: the entries in file order, the file state they were
         read from and the message cache (``id(entry)`` → message)."""
         return self._tree.entries, self._file_state, self._message_cache
+
+    def clean_head(self) -> CleanHead | None:
+        """For ``ReplayCheckpointer``: the clean head of the bytes the tree was loaded from."""
+        return self._tree.clean_head
 
     def _report(self, text: str) -> None:
         if self._warn is not None:

@@ -36,6 +36,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,9 @@ class RepairPlan:
     set_aside_blocks: int = 0
     #: Byte range in the parsed data of each planned entry (parallel to ``entries``).
     spans: list[tuple[int, int]] = field(default_factory=list)
+    #: ``as_written`` only: how many leading parsed entries are clean-head entries (planned
+    #: as they are whatever follows them: ``_untouched`` gives ``_CLEAN``), 0 otherwise.
+    clean_run: int = 0
 
     @property
     def needed(self) -> bool:
@@ -205,10 +209,11 @@ def set_aside_unusable_blocks(
 
 
 def _first_positions(entries: list[dict[str, Any]]) -> dict[str, int]:
-    positions: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        positions.setdefault(entry["id"], index)
-    return positions
+    """Each id's first index among ``entries`` (every entry has an id: ``entry_problem``)."""
+    # at C speed: built from the end, so an id's first index is the one left
+    ids = list(map(itemgetter("id"), entries))
+    ids.reverse()
+    return dict(zip(ids, range(len(entries) - 1, -1, -1), strict=True))
 
 
 def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> str | None:
@@ -226,39 +231,56 @@ def _broken_link(entry: dict[str, Any], index: int, first_seen: dict[str, int]) 
     return None
 
 
-def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> bool:
+#: ``_untouched``: the full rules needed / untouched / untouched and a clean-head entry
+_TOUCHED, _UNTOUCHED, _CLEAN = 0, 1, 2
+
+
+def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) -> int:
     """Whether the per-entry rules of ``plan_session_repair`` as the store's own loader
     (``as_written``) leave ``entry`` exactly as it is: its own id, a parent before it (or
     none), not a leaf record (its target is checked the slow way), and every content block an
-    object with a non-empty string ``type``. One pass without allocations; ``False`` only
-    means "take the full rules" (equivalence: ``tests/test_repair_plan_fast.py``)."""
+    object with a non-empty string ``type``. One pass without allocations; falsy
+    (``_TOUCHED``) only means "take the full rules" (equivalence:
+    ``tests/test_repair_plan_fast.py``). ``_CLEAN``: untouched, and its parent is none or an
+    earlier entry, so no later line can change its plan (a clean-head entry, ``load.CleanHead``);
+    ``_UNTOUCHED``: untouched, but its parent is in no entry (a later line could take its id)."""
+    # (literals, not the names: this runs once per entry of every slow load)
     if first_seen[entry["id"]] != index:
-        return False
+        return 0
     parent = entry.get("parentId")
-    if parent is not None and first_seen.get(parent, -1) >= index:
-        return False
+    verdict = 2
+    if parent is not None:
+        at = first_seen.get(parent, -1)
+        if not 0 <= at < index:
+            if at >= 0:  # itself or a later entry
+                return 0
+            verdict = 1
     kind = entry["type"]
     if kind == "message":
         holder = entry.get("message")
         if type(holder) is not dict:
-            return False
+            return 0
         content = holder.get("content")
     elif kind == "custom_message":
         content = entry.get("content")
     else:
-        return kind != "leaf"
+        return 0 if kind == "leaf" else verdict
     if type(content) is list:
         for block in content:
             if type(block) is not dict:
-                return False
+                return 0
             block_type = block.get("type")
             if type(block_type) is not str or not block_type:
-                return False
-    return True
+                return 0
+    return verdict
 
 
 def plan_session_repair(
-    parsed: ParsedSession, *, keep_error_turns: bool = False, as_written: bool = False
+    parsed: ParsedSession,
+    *,
+    keep_error_turns: bool = False,
+    as_written: bool = False,
+    clean: int = 0,
 ) -> RepairPlan:
     """Apply the per-record rules and the trailing-error rule to one parse (pure).
 
@@ -267,6 +289,8 @@ def plan_session_repair(
     failed turns away from providers. ``as_written`` is the store's own loader
     (``SessionManager.open``): error turns kept as above and blank user content kept too
     (the ``blank_user_turns`` sanitizer fills it in on replay), so only damage changes a line.
+    ``clean`` (``as_written`` only): the first ``clean`` entries are known to be clean-head
+    entries (``load.CleanHead``), taken as they are without their rules.
     """
     keep_error_turns = keep_error_turns or as_written
     entries = parsed.entries
@@ -274,17 +298,27 @@ def plan_session_repair(
     changed: list[bool] = []
     plan = RepairPlan(out, changed, list(parsed.invalid))
     spans = plan.spans
-    first_seen = _first_positions(entries)
     all_spans = parsed.spans
     has_spans = len(all_spans) == len(entries)
-    for index, entry in enumerate(entries):
+    start = clean if as_written and has_spans else 0
+    if start:
+        # what the rules below give them, whatever follows (``_untouched``: ``_CLEAN``)
+        out.extend(entries[:start])
+        changed.extend([False] * start)
+        spans.extend(all_spans[:start])
+    run = len(entries)  # the leading clean-head entries: until the first entry that is not
+    first_seen = _first_positions(entries) if start < len(entries) else {}
+    for index, entry in enumerate(entries[start:] if start else entries, start):
         span = all_spans[index] if has_spans or index < len(all_spans) else (0, 0)
-        if as_written and _untouched(entry, index, first_seen):
+        if as_written and (verdict := _untouched(entry, index, first_seen)):
             # the common case (every line of a file the store wrote): nothing to change
+            if verdict != 2 and index < run:  # untouched, not _CLEAN
+                run = index
             spans.append(span)
             out.append(entry)
             changed.append(False)
             continue
+        run = min(run, index)
         broken = _broken_link(entry, index, first_seen)
         if broken is not None:
             line = _line_number(parsed.data, span[0])
@@ -325,6 +359,8 @@ def plan_session_repair(
         changed.pop()
         spans.pop()
         plan.dropped_trailing_assistant_messages += 1
+    if as_written:
+        plan.clean_run = run
     return plan
 
 

@@ -19,6 +19,9 @@ on the next cold start:
 * ``call_ids`` (optional): the tool-call ids the ``n`` messages name, which the sanitizer
   checks the rest of the history against (``transcript.incremental``), so a cold start does
   not read them out of every message again.
+* ``clean`` (optional, ``cleanBytes`` / ``cleanCrc``): the file's clean head
+  (``transcript.clean_head``), which the next load takes without checking each line; it
+  comes from the bytes a load checked, and the load checks it against the bytes it parses.
 
 A cold start takes the first ``n`` messages as already sanitized only if all of it still
 holds: same fingerprint, the file's first bytes unchanged (another writer only appended),
@@ -31,9 +34,12 @@ atomically but not fsynced; losing it costs one slow turn, never a wrong one.
 
 Recording is incremental: the CRC of the file's first bytes is carried forward from the last
 record (or the cold start's check) over the bytes appended since, so a turn end reads only
-what it wrote. Should the file's head have been rewritten in place meanwhile, the recorded
-CRC is of the bytes read before, and the next cold start (which CRCs the file as it is)
-ignores the checkpoint: a slow turn, never a wrong one.
+what it wrote (a session whose checkpoint was not taken carries it from its clean head,
+``transcript.clean_head``). Should the file's head have been rewritten in place meanwhile,
+the recorded CRC is of the bytes read before, and the next cold start (which CRCs the bytes
+it loads) ignores the checkpoint: a slow turn, never a wrong one. A cold start whose load
+found the checkpoint's ``file_crc`` at the start of the bytes it parsed
+(``CleanHead.checked``) does not read the file's head again.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ import orjson
 
 from .._version import __version__
 from ..redaction import package_logger
+from .clean_head import CleanHead, KnownHead
 from .incremental import IncrementalSanitizer, boundary_holds_after
 
 __all__ = [
@@ -65,6 +72,7 @@ __all__ = [
     "ids_digest",
     "key_fingerprint",
     "read_checkpoint",
+    "read_side_file",
     "write_checkpoint",
 ]
 
@@ -92,6 +100,7 @@ class ReplayCheckpoint:
     tokens: int | None = None
     token_scheme: str | None = None
     call_ids: tuple[str, ...] | None = None
+    clean: tuple[int, int] | None = None
 
 
 def checkpoint_path(session_path: str | Path) -> Path:
@@ -154,6 +163,9 @@ def read_checkpoint(path: Path) -> ReplayCheckpoint | None:
     call_ids = data.get("callIds")
     if type(call_ids) is list and all(type(i) is str for i in call_ids):
         checkpoint = dataclasses.replace(checkpoint, call_ids=tuple(call_ids))
+    clean_bytes, clean_crc = data.get("cleanBytes"), data.get("cleanCrc")
+    if type(clean_bytes) is int and type(clean_crc) is int and clean_bytes > 0 <= clean_crc:
+        checkpoint = dataclasses.replace(checkpoint, clean=(clean_bytes, clean_crc))
     ints = (checkpoint.messages, checkpoint.entries, checkpoint.file_bytes, checkpoint.file_crc)
     if not all(type(v) is int and v >= 0 for v in ints):
         return None
@@ -178,10 +190,21 @@ def write_checkpoint(path: Path, checkpoint: ReplayCheckpoint) -> None:
         record["tokenScheme"] = checkpoint.token_scheme
     if checkpoint.call_ids is not None:
         record["callIds"] = list(checkpoint.call_ids)
+    if checkpoint.clean is not None:
+        record["cleanBytes"], record["cleanCrc"] = checkpoint.clean
     data = orjson.dumps(record)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)
+
+
+def read_side_file(session_path: Path) -> tuple[ReplayCheckpoint | None, KnownHead | None]:
+    """The side file of a session file being opened, and what it tells the loader about the
+    file's head (``clean_head``; ``None``: nothing)."""
+    checkpoint = read_checkpoint(checkpoint_path(session_path))
+    if checkpoint is None or checkpoint.clean is None:
+        return checkpoint, None
+    return checkpoint, KnownHead(checkpoint.clean, (checkpoint.file_bytes, checkpoint.file_crc))
 
 
 def _file_prefix_crc(
@@ -206,30 +229,31 @@ def _file_prefix_crc(
     return zlib.crc32(data, crc)
 
 
-def _sources(
+def _sources_digest(
     messages: Sequence[Any], entries: Sequence[Any], cache: Mapping[int, Any]
-) -> list[Any] | None:
-    """The entry among ``entries`` each message was made from (``cache``: ``id(entry)`` →
-    message), or ``None`` when one was not made from any of them."""
-    # the common case, a branch that is the file's order: one walk, no look-up tables
-    out = []
+) -> str | None:
+    """``ids_digest`` of the entry among ``entries`` each message was made from (``cache``:
+    ``id(entry)`` → message), or ``None`` when one was not made from any of them."""
+    # the common case, a branch that is the file's order: one walk, no look-up tables, each
+    # source's id read while the walk is on it (not in a second walk over the sources)
+    lines = []
     walk = iter(entries)
-    found = True
     for message in messages:
         for entry in walk:
             if cache.get(id(entry)) is message:
-                out.append(entry)
+                lines.append(f"{entry.get('id')}\n")
                 break
         else:
-            found = False
-            break
-    return out if found else _sources_by_tables(messages, entries, cache)
+            sources = _sources_by_tables(messages, entries, cache)
+            return None if sources is None else ids_digest(sources)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 def _sources_by_tables(
     messages: Sequence[Any], entries: Sequence[Any], cache: Mapping[int, Any]
 ) -> list[Any] | None:
-    """``_sources`` for any branch order, through look-up tables."""
+    """The entry among ``entries`` each message was made from, for any branch order, through
+    look-up tables (``None``: one was not made from any of them)."""
     by_key = {id(entry): entry for entry in entries}
     entry_of = {id(m): by_key[k] for k, m in cache.items() if m is not None and k in by_key}
     out = []
@@ -250,6 +274,11 @@ class CheckpointSource(Protocol):
     def replay_sources(self) -> tuple[list[dict[str, Any]], tuple[int, int], dict[int, Any]]:
         """Every entry in file order, the file's (inode, size) they were read from, and the
         message cache (``id(entry)`` → its message)."""
+        ...
+
+    def clean_head(self) -> CleanHead | None:
+        """The clean head of the bytes the session's entries were loaded from (``None``:
+        not loaded from a file, or none)."""
         ...
 
 
@@ -368,6 +397,12 @@ class ReplayCheckpointer:
         if self._checkpoint is _UNREAD:
             self._checkpoint = None
 
+    def read_already(self, checkpoint: ReplayCheckpoint | None) -> None:
+        """The side file as the session's opening read it (for its clean head): not read
+        again."""
+        if self._checkpoint is _UNREAD:
+            self._checkpoint = checkpoint
+
     def _load(self) -> ReplayCheckpoint | None:
         """The side file, read once (a cold start asks for it twice)."""
         if self._checkpoint is _UNREAD:
@@ -388,8 +423,12 @@ class ReplayCheckpointer:
         entries, state, cache = self._source.replay_sources()
         if len(entries) < checkpoint.entries or state[1] < checkpoint.file_bytes:
             return "the session is shorter than when it was recorded"
-        crc = _file_prefix_crc(self._source.path, checkpoint.file_bytes, state)
-        if crc != checkpoint.file_crc:
+        head = self._source.clean_head()
+        # the bytes the entries were loaded from start so: the file need not be read again
+        proven = head is not None and head.checked == (checkpoint.file_bytes, checkpoint.file_crc)
+        if not proven and checkpoint.file_crc != _file_prefix_crc(
+            self._source.path, checkpoint.file_bytes, state
+        ):
             return "the session file changed"
         self._crc = (state[0], checkpoint.file_bytes, checkpoint.file_crc)
         why = _check_messages(checkpoint, messages, entries, cache)
@@ -428,11 +467,16 @@ class ReplayCheckpointer:
             if step <= 0 or (not force and step < max(_MIN_STEP, recorded[1] // _STEP_SHARE)):
                 return
         entries, state, cache = self._source.replay_sources()
-        sources = _sources(prefix, entries, cache)
-        if sources is None:
+        digest = _sources_digest(prefix, entries, cache)
+        if digest is None:
             return
+        head = self._source.clean_head()
+        clean = None if head is None else head.fact()
         known = self._crc
-        carried = (known[1], known[2]) if known is not None and known[0] == state[0] else (0, 0)
+        if known is not None and known[0] == state[0]:
+            carried = (known[1], known[2])
+        else:  # the head of the bytes the entries were loaded from, if any
+            carried = (0, 0) if clean is None else clean
         crc = _file_prefix_crc(self._source.path, state[1], state, carried)
         if crc is None:
             return
@@ -445,10 +489,11 @@ class ReplayCheckpointer:
             len(entries),
             state[1],
             crc,
-            ids_digest(sources),
+            digest,
             tokens,
             scheme,
             tuple(sorted(call_ids)),
+            clean,
         )
         try:
             write_checkpoint(checkpoint_path(self._source.path), checkpoint)
@@ -475,9 +520,9 @@ def _check_messages(
     cache: Mapping[int, Any],
 ) -> str | None:
     count = checkpoint.messages
-    sources = _sources(messages[:count], entries[: checkpoint.entries], cache)
-    if sources is None:
+    digest = _sources_digest(messages[:count], entries[: checkpoint.entries], cache)
+    if digest is None:
         return "a message not made from an entry the checkpoint covers"
-    if ids_digest(sources) != checkpoint.ids_digest:
+    if digest != checkpoint.ids_digest:
         return "the history starts with other entries"
     return None

@@ -45,6 +45,7 @@ from .jsonl import (
 from .load import Clock, ExternalChanges, load_session_file, utc_now
 from .reader import Warn
 from .repair import summarize_repair
+from .replay_checkpoint import read_side_file
 from .rewrite import SessionRewriter
 from .session_ids import InvalidSessionIdError, session_file_path, validate_session_id
 from .tree import SessionTree
@@ -181,8 +182,9 @@ class SessionManager(SessionRewriter):
             raise TranscriptError(f"session file {target.name} does not exist") from None
         except IsADirectoryError:
             raise TranscriptError(f"session file {target.name} is a directory") from None
+        side, known = read_side_file(target) if cls.keeps_replay_checkpoint else (None, None)
         tree, report, state = load_session_file(
-            target, data, repair=repair, clock=clock, timeout=lock_timeout
+            target, data, repair=repair, clock=clock, timeout=lock_timeout, known=known
         )
         manager = cls(
             target,
@@ -202,6 +204,7 @@ class SessionManager(SessionRewriter):
             )
             why = f" {report.reason}," if report.reason else ""
             warn(f"session file repaired:{why} {summarize_repair(report)} ({target.name}){kept}")
+        manager.replay_checkpoint.read_already(side)
         for problem in tree.repair_pointers():
             manager._report(f"session {target.name}: {problem}")
         manager._lock_file_ready = os.path.exists(session_lock_path(target))
@@ -222,6 +225,9 @@ class SessionManager(SessionRewriter):
         await self._close_flush_files()
         if self.replay_checkpoint.due():
             await anyio.to_thread.run_sync(self._record_replay_checkpoint)
+        head = self._tree.clean_head
+        if head is not None and head.crc is None:  # never recorded: its loaded bytes go
+            self._tree.clean_head = None
 
     def _record_replay_checkpoint(self) -> None:
         try:

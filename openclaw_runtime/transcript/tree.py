@@ -8,9 +8,12 @@ a session. Shared by the file session manager and the Redis one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .entries import LEAF_MOVING_TYPES
+
+if TYPE_CHECKING:
+    from .clean_head import CleanHead
 
 __all__ = ["SessionTree"]
 
@@ -26,6 +29,9 @@ class SessionTree:
     logical_parents: dict[str, str | None] = field(default_factory=dict)
     leaf_id: str | None = None
     append_parent_id: str | None = None
+    #: the clean head of the bytes this tree was loaded from (``load.load_session_file``);
+    #: ``None`` for a tree made any other way
+    clean_head: CleanHead | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, header: dict[str, Any], entries: list[dict[str, Any]]) -> SessionTree:
