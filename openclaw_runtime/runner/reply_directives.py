@@ -158,6 +158,11 @@ def parse_reply_directives(
       envelope), makes the reply silent and empties its text.
     """
     text, media = _split_media_lines(raw.rstrip())
+    if "[[" not in text:  # no tag can match (each starts with it): a plain answer
+        is_silent = is_silent_reply_payload_text(text, silent_token)
+        return ReplyDirectives(
+            text="" if is_silent else text, media_urls=tuple(media), is_silent=is_silent
+        )
     audio_as_voice = bool(_AUDIO_TAG_RE.search(text))
     silent_tag = bool(_SILENT_TAG_RE.search(text))
     if audio_as_voice or silent_tag:
