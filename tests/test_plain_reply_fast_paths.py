@@ -1,0 +1,195 @@
+"""Per-run work a plain answer does not need, held against the work it replaces.
+
+* ``parse_reply_directives`` returns at once when the text (``MEDIA:`` lines out) has no
+  ``[[``: every tag pattern starts with it, so no tag is found and the text is kept as it
+  is. Checked against the full parser (the body before the shortcut, kept here) over a table
+  and random texts built from tag pieces, media lines, silent tokens and whitespace.
+* ``MemorySessionStore.open_or_create`` creates a new session from the id it validated
+  instead of validating it again in ``create``: ``validate_session_id`` returns a valid id
+  unchanged, and the session's bytes equal ``create``'s.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from openclaw_runtime.failover.result_classifier import (
+    SILENT_REPLY_TOKEN,
+    is_silent_reply_payload_text,
+)
+from openclaw_runtime.runner import reply_directives as rd
+from openclaw_runtime.runner.reply_directives import ReplyDirectives, parse_reply_directives
+from openclaw_runtime.transcript.memory import MemorySessionStore
+from openclaw_runtime.transcript.session_ids import InvalidSessionIdError, validate_session_id
+
+_BACKENDS = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+
+
+def _full_parse(
+    raw: str, *, current_message_id: str | None = None, silent_token: str = SILENT_REPLY_TOKEN
+) -> ReplyDirectives:
+    """``parse_reply_directives`` as it was before the plain-text shortcut."""
+    text, media = rd._split_media_lines(raw.rstrip())
+    audio_as_voice = bool(rd._AUDIO_TAG_RE.search(text))
+    silent_tag = bool(rd._SILENT_TAG_RE.search(text))
+    if audio_as_voice or silent_tag:
+        text = rd._normalize_directive_whitespace(
+            rd._SILENT_TAG_RE.sub(" ", rd._AUDIO_TAG_RE.sub(" ", text))
+        )
+    inline = rd.parse_inline_directives(
+        text, strip_audio_tag=False, current_message_id=current_message_id
+    )
+    if inline.has_reply_tag:
+        text = inline.text
+    is_silent = silent_tag or is_silent_reply_payload_text(text, silent_token)
+    return ReplyDirectives(
+        text="" if is_silent else text,
+        media_urls=tuple(media),
+        reply_to_id=inline.reply_to_id,
+        reply_to_current=inline.reply_to_current,
+        reply_to_tag=inline.has_reply_tag,
+        audio_as_voice=audio_as_voice,
+        is_silent=is_silent,
+    )
+
+
+_TABLE = [
+    "",
+    " ",
+    "Hello.",
+    "Hello,   world.\n\n  Two  lines\t here.  ",
+    "  padded both sides  \n",
+    "NO_REPLY",
+    "  NO_REPLY  \n",
+    '{"action": "NO_REPLY"}',
+    '{"action": "NO_REPLY", "x": 1}',
+    "HEARTBEAT_OK",
+    "[[silent]]",
+    "ok [[silent]] then",
+    "[[ SILENT ]]",
+    "[[audio_as_voice]] speak",
+    "say [[Audio_As_Voice]]",
+    "[[reply_to_current]] hi",
+    "hi [[reply_to: 42]] there",
+    "mid[[reply_to_current]]word",
+    "[ [silent] ]",
+    "[[not a tag]]",
+    "[[",
+    "]]",
+    "a [[reply_to:\n1]] b",
+    "MEDIA: https://example.com/a.png",
+    "text\nMEDIA: ./img.png\nmore",
+    "media: ./lower.png",
+    "MEDIA: [[silent]]",
+    "```\nMEDIA: ./in-fence.png\n[[silent]]\n```",
+    "text\nMEDIA: ../escape.png",
+    "MEDIA: ./a.png\nNO_REPLY",
+    "MEDIA: ./a.png\n[[audio_as_voice]]",
+]
+
+_PIECES = [
+    "word",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\n\n",
+    "[",
+    "]",
+    "[[",
+    "]]",
+    "[[silent]]",
+    "[[audio_as_voice]]",
+    "[[reply_to_current]]",
+    "[[reply_to: abc ]]",
+    "[[ reply_to : x1 ]]",
+    "NO_REPLY",
+    '{"action": "NO_REPLY"}',
+    "MEDIA: ./pic.png",
+    "MEDIA: https://cdn.example.com/x.jpg",
+    "MEDIA: /etc/passwd",
+    "MEDIA: ../up.png",
+    "media:",
+    "```",
+    "~~~",
+    "é",
+]
+
+
+def _random_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        pieces = [rng.choice(_PIECES) for _ in range(rng.randint(0, 8))]
+        if rng.random() < 0.5:  # plain texts are the shortcut's case: keep many of them
+            pieces = [p for p in pieces if "[[" not in p]
+        out.append("".join(pieces))
+    return out
+
+
+@pytest.mark.parametrize("current", [None, "msg-7", "  "])
+@pytest.mark.parametrize("token", [SILENT_REPLY_TOKEN, "HEARTBEAT_OK"])
+def test_reply_directives_equal_the_full_parser(current: str | None, token: str) -> None:
+    texts = _TABLE + _random_texts(600, seed=len(token) + len(current or ""))
+    plain = 0
+    for raw in texts:
+        got = parse_reply_directives(raw, current_message_id=current, silent_token=token)
+        assert got == _full_parse(raw, current_message_id=current, silent_token=token), raw
+        plain += "[[" not in raw
+    assert plain > 300  # the shortcut's case was exercised, as was the other
+
+
+def test_plain_text_does_not_reach_the_tag_parsers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: object, **kwargs: object) -> object:
+        raise AssertionError("parsed a text without tags")
+
+    monkeypatch.setattr(rd, "parse_inline_directives", boom)
+    monkeypatch.setattr(rd, "_normalize_directive_whitespace", boom)
+    got = parse_reply_directives("Hello,  world.\nMEDIA: ./a.png\nNO_REPLY? no.")
+    assert got == ReplyDirectives("Hello,  world.\nNO_REPLY? no.", media_urls=("./a.png",))
+    assert parse_reply_directives(" NO_REPLY ") == ReplyDirectives("", is_silent=True)
+
+
+_GOOD_IDS = ["a", "abc", "  padded  ", "A1.b_c-d", "9" * 64, "x\t", "sess-2026.12.04"]
+_BAD_IDS = ["", "   ", "a/b", "a\\b", "a\x00", ".hidden", "-x", "é", "a b", "x" * 1000]
+
+
+@pytest.mark.parametrize("session_id", _GOOD_IDS)
+def test_a_valid_id_validates_to_itself(session_id: str) -> None:
+    safe = validate_session_id(session_id)
+    assert validate_session_id(safe) == safe
+
+
+def _clock() -> datetime:
+    return datetime(2026, 12, 4, 14, 0, 0, 123000, tzinfo=UTC)
+
+
+@pytest.mark.anyio
+@_BACKENDS
+@pytest.mark.parametrize("session_id", _GOOD_IDS)
+async def test_open_or_create_equals_create(anyio_backend: str, session_id: str) -> None:
+    made, opened = MemorySessionStore(now=_clock), MemorySessionStore(now=_clock)
+    a = await made.create(session_id, cwd="/w")
+    b = await opened.open_or_create(session_id, cwd="/w")
+    safe = validate_session_id(session_id)
+    assert made.export_jsonl(safe) == opened.export_jsonl(safe)
+    assert str(a.path) == str(b.path) and a.get_leaf_id() == b.get_leaf_id()
+    assert await opened.list_ids() == [safe]
+    again = await opened.open_or_create(session_id, cwd="/other")  # exists: opened, not made
+    assert opened.export_jsonl(safe) == made.export_jsonl(safe)
+    assert again.get_leaf_id() == b.get_leaf_id()
+
+
+@pytest.mark.anyio
+@_BACKENDS
+@pytest.mark.parametrize("session_id", _BAD_IDS)
+async def test_open_or_create_still_refuses_a_bad_id(anyio_backend: str, session_id: str) -> None:
+    store = MemorySessionStore()
+    with pytest.raises(InvalidSessionIdError):
+        await store.open_or_create(session_id, cwd="/w")
+    with pytest.raises(InvalidSessionIdError):
+        await store.create(session_id, cwd="/w")
+    assert await store.list_ids() == []
