@@ -7,6 +7,10 @@
 * ``MemorySessionStore.open_or_create`` creates a new session from the id it validated
   instead of validating it again in ``create``: ``validate_session_id`` returns a valid id
   unchanged, and the session's bytes equal ``create``'s.
+* ``normalize_text_for_comparison`` substitutes the emoji class only when a cheap superset
+  class finds a character (checked over every code point), and ``has_comparable_text``
+  answers "is anything left after normalizing" from an ASCII letter or digit: both against
+  the old normalization over a table and random texts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,12 @@ from openclaw_runtime.failover.result_classifier import (
     SILENT_REPLY_TOKEN,
     is_silent_reply_payload_text,
 )
+from openclaw_runtime.runner import messaging_dedupe as md
 from openclaw_runtime.runner import reply_directives as rd
+from openclaw_runtime.runner.messaging_dedupe import (
+    has_comparable_text,
+    normalize_text_for_comparison,
+)
 from openclaw_runtime.runner.reply_directives import ReplyDirectives, parse_reply_directives
 from openclaw_runtime.transcript.memory import MemorySessionStore
 from openclaw_runtime.transcript.session_ids import InvalidSessionIdError, validate_session_id
@@ -193,3 +202,82 @@ async def test_open_or_create_still_refuses_a_bad_id(anyio_backend: str, session
     with pytest.raises(InvalidSessionIdError):
         await store.create(session_id, cwd="/w")
     assert await store.list_ids() == []
+
+
+def _old_normalize(text: str) -> str:
+    """``normalize_text_for_comparison`` before the emoji prefilter."""
+    return md._WHITESPACE_RE.sub(" ", md._EMOJI_RE.sub("", text.strip().lower())).strip()
+
+
+def test_the_prefilter_holds_every_emoji_code_point() -> None:
+    everything = "".join(chr(cp) for cp in range(0x110000))
+    emoji = set(md._EMOJI_RE.findall(everything))
+    assert len(emoji) == sum(hi - lo + 1 for lo, hi in md._EMOJI_RANGES)
+    assert emoji <= set(md._MAYBE_EMOJI_RE.findall(everything))
+    for ch in "aZ09 \t\n.,!?°éßÄ€—“":  # the common case: no emoji class pass for these
+        assert (md._MAYBE_EMOJI_RE.search(ch) is None) == (ord(ch) < 0x2000)
+
+
+_COMPARE_TABLE = [
+    "",
+    " ",
+    "\n\t \u3000\u2003",
+    "a",
+    "7",
+    "It is sunny in Paris, 21 °C.",
+    "👍",
+    " 👍 \n ✅ ",
+    "©®",
+    "© 2026",
+    "Ⓜ",
+    "ⓜ",
+    "İ",
+    "ÉCOLE  ÉTÉ",
+    "—“”…",
+    "日本語のテキスト",
+    "\u200b",
+    "\u200b👍\u200b",
+    "⚠️ read failed",
+    "Straße\u00a0café",
+    "\x1c\x1d\x1e\x1f",
+    "🙂" * 50 + "x",
+]
+_COMPARE_ALPHABET = [
+    "a", "Q", "5", " ", "\t", "\n", "\u3000", "\u00a0", "\u2028", "é", "Σ", "ß", "İ", "°",
+    "©", "®", "™", "Ⓜ", "ⓜ", "👍", "✅", "⚠", "\ufe0f", "\u200d", "🇫", "日", ".", "-", "_",
+    "\U0001fc00", "\U0001fffd", "\U0001fffe", "\u2000", "\u1fff",
+]  # fmt: skip
+
+
+def _random_compare_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        alphabet = rng.sample(_COMPARE_ALPHABET, rng.randint(1, 6))
+        out.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normalization_equals_the_old_one(seed: int) -> None:
+    texts = _COMPARE_TABLE + _random_compare_texts(1500, seed)
+    empty = 0
+    for text in texts:
+        old = _old_normalize(text)
+        assert normalize_text_for_comparison(text) == old, ascii(text)
+        assert has_comparable_text(text) == bool(old), ascii(text)
+        empty += not old
+    assert 100 < empty < len(texts) - 100  # both answers were asked for
+
+
+def test_an_ascii_letter_or_digit_answers_without_normalizing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def boom(text: str) -> str:
+        raise AssertionError("normalized")
+
+    monkeypatch.setattr(md, "normalize_text_for_comparison", boom)
+    assert has_comparable_text("👍 It is sunny in Paris, 21 °C.")
+    assert has_comparable_text("日本 7")
+    with pytest.raises(AssertionError):
+        has_comparable_text("👍 日本")
