@@ -57,14 +57,15 @@ _EMOJI_RANGES: Final = (
 _EMOJI_RE: Final = re.compile(
     "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _EMOJI_RANGES) + "]"
 )
-#: Every code point an ``_EMOJI_RANGES`` range holds, and more: the two below U+2000 and
-#: all from U+2000 up. A text without any has nothing ``_EMOJI_RE`` would strip, and this
-#: small class is searched far faster than the emoji class is substituted (a character
-#: class of ~100 ranges is tried range by range at every character).
+#: Every code point an ``_EMOJI_RANGES`` range holds, and more: the four below U+2100 and
+#: all from U+2100 up (punctuation such as dashes, curly quotes and ``…``, and ``€``, stay
+#: out). A text without any has nothing ``_EMOJI_RE`` would strip, and this small class is
+#: searched far faster than the emoji class is substituted (a class of ~100 ranges is tried
+#: range by range at every character).
 _MAYBE_EMOJI_RE: Final = re.compile(
     "["
-    + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _EMOJI_RANGES if hi < 0x2000)
-    + "\u2000-\U0010ffff]"
+    + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _EMOJI_RANGES if hi < 0x2100)
+    + "\u2100-\U0010ffff]"
 )
 _WHITESPACE_RE: Final = re.compile(r"\s+")
 _ASCII_ALNUM_RE: Final = re.compile(r"[A-Za-z0-9]")
