@@ -283,3 +283,47 @@ def test_an_ascii_letter_or_digit_answers_without_normalizing(
     assert has_comparable_text("日本 7")
     with pytest.raises(AssertionError):
         has_comparable_text("👍 日本")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_media_lines_split_as_by_the_full_loop(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = [
+        "MEDIA: ./a.png",
+        "media: ./b.png",
+        "Media: ./c.png",
+        "MEDIA:",
+        " MEDIA: `./d.png` ",
+        "```",
+        "~~~",
+        "text",
+        "",
+        "  ",
+        "MEDIA: https://x.example.com/i.jpg",
+        "xMEDIA: ./e",
+    ]
+    for _ in range(400):
+        raw = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert rd._split_media_lines(raw) == _full_split_media_lines(raw), raw
+
+
+def _full_split_media_lines(raw: str) -> tuple[str, list[str]]:
+    """``_split_media_lines`` without its first test: every line through the loop."""
+    kept: list[str] = []
+    media: list[str] = []
+    in_fence = False
+    for line in raw.split("\n"):
+        if rd._FENCE_RE.match(line):
+            in_fence = not in_fence
+            kept.append(line)
+            continue
+        match = None if in_fence else rd._MEDIA_LINE_RE.match(line)
+        if match:
+            candidate = match.group(1).strip().strip("`\"'")
+            if candidate.startswith("file://"):
+                candidate = candidate[len("file://") :]
+            if rd._is_allowed_media_candidate(candidate):
+                media.append(candidate)
+                continue
+        kept.append(line)
+    return "\n".join(kept), media

@@ -82,7 +82,7 @@ def _is_allowed_media_candidate(candidate: str) -> bool:
 
 def _split_media_lines(raw: str) -> tuple[str, list[str]]:
     """Pull ``MEDIA: <url-or-path>`` lines out (never inside code fences)."""
-    if "media:" not in raw.lower():
+    if "MEDIA:" not in raw:  # the line pattern is case-sensitive: no line can match
         return raw, []
     kept: list[str] = []
     media: list[str] = []
