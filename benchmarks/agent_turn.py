@@ -167,6 +167,16 @@ def text_stream(model: Model, context: Context, options: StreamOptions) -> Any:
     return _done(ANSWER)
 
 
+def set_answer_chars(chars: int) -> None:
+    """Make every model's answer (ours and pydantic-ai's) a text of ``chars`` characters:
+    prose with a dash, curly quotes and a degree sign, as models write (``--answer-chars``;
+    what a run does per character of its answer)."""
+    global ANSWER_TEXT, ANSWER
+    unit = "It is sunny in Paris — “21 °C”, a light wind from the west. "
+    ANSWER_TEXT = (unit * (chars // len(unit) + 1))[:chars].strip()
+    ANSWER = _assistant(TextContent(text=ANSWER_TEXT), stop="stop")
+
+
 def sleeping_stream(model: Model, context: Context, options: StreamOptions) -> Any:
     """Answer with text after a 10 ms "model call"."""
 
@@ -1298,10 +1308,18 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="part 3: cProfile one batch per mode (CPU clock)"
     )
+    parser.add_argument(
+        "--answer-chars",
+        type=int,
+        default=0,
+        help="the model's answer: a text of this many characters (default: one short sentence)",
+    )
     args = parser.parse_args()
+    if args.answer_chars:
+        set_answer_chars(args.answer_chars)
     print(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-        f"state_dir in {tempfile.gettempdir()}; quick={args.quick}"
+        f"state_dir in {tempfile.gettempdir()}; quick={args.quick}; answer {len(ANSWER_TEXT)} chars"
     )
     started = time.perf_counter()
     anyio.run(amain, args)

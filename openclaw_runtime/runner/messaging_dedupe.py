@@ -22,6 +22,7 @@ __all__ = [
     "MIN_SUBSTRING_DUPLICATE_RATIO",
     "filter_messaging_tool_duplicates",
     "filter_messaging_tool_media_duplicates",
+    "has_comparable_text",
     "is_messaging_tool_duplicate",
     "normalize_text_for_comparison",
 ]
@@ -56,12 +57,32 @@ _EMOJI_RANGES: Final = (
 _EMOJI_RE: Final = re.compile(
     "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _EMOJI_RANGES) + "]"
 )
+#: Every code point an ``_EMOJI_RANGES`` range holds, and more: the four below U+2100 and
+#: all from U+2100 up (punctuation such as dashes, curly quotes and ``…``, and ``€``, stay
+#: out). A text without any has nothing ``_EMOJI_RE`` would strip, and this small class is
+#: searched far faster than the emoji class is substituted (a class of ~100 ranges is tried
+#: range by range at every character).
+_MAYBE_EMOJI_RE: Final = re.compile(
+    "["
+    + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _EMOJI_RANGES if hi < 0x2100)
+    + "\u2100-\U0010ffff]"
+)
 _WHITESPACE_RE: Final = re.compile(r"\s+")
+_ASCII_ALNUM_RE: Final = re.compile(r"[A-Za-z0-9]")
 
 
 def normalize_text_for_comparison(text: str) -> str:
     """Lowercase, emoji stripped, whitespace collapsed: what duplicate checks compare."""
-    return _WHITESPACE_RE.sub(" ", _EMOJI_RE.sub("", text.strip().lower())).strip()
+    text = text.strip().lower()
+    if _MAYBE_EMOJI_RE.search(text) is not None:
+        text = _EMOJI_RE.sub("", text)
+    return _WHITESPACE_RE.sub(" ", text).strip()
+
+
+def has_comparable_text(text: str) -> bool:
+    """``bool(normalize_text_for_comparison(text))``, most often without normalizing: an
+    ASCII letter or digit is neither emoji nor whitespace, and lowercases to one."""
+    return _ASCII_ALNUM_RE.search(text) is not None or bool(normalize_text_for_comparison(text))
 
 
 def is_messaging_tool_duplicate(text: str, sent_texts: Iterable[str]) -> bool:

@@ -35,6 +35,7 @@ from .failure_signal import ToolErrorSummary, is_exec_like_tool_name
 from .messaging_dedupe import (
     filter_messaging_tool_duplicates,
     filter_messaging_tool_media_duplicates,
+    has_comparable_text,
     normalize_text_for_comparison,
 )
 from .reply_directives import parse_inline_directives, parse_reply_directives
@@ -362,9 +363,7 @@ def build_embedded_run_payloads(
     fallback_parsed = (
         parse_reply_directives(fallback) if not needs_error_surface and fallback else None
     )
-    use_final_answer = fallback_parsed is not None and bool(
-        normalize_text_for_comparison(fallback_parsed.text)
-    )
+    use_final_answer = fallback_parsed is not None and has_comparable_text(fallback_parsed.text)
     if suppress_artifacts or aborted:
         answers: list[str] = []
     elif use_final_answer:

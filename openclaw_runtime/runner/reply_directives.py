@@ -82,7 +82,7 @@ def _is_allowed_media_candidate(candidate: str) -> bool:
 
 def _split_media_lines(raw: str) -> tuple[str, list[str]]:
     """Pull ``MEDIA: <url-or-path>`` lines out (never inside code fences)."""
-    if "media:" not in raw.lower():
+    if "MEDIA:" not in raw:  # the line pattern is case-sensitive: no line can match
         return raw, []
     kept: list[str] = []
     media: list[str] = []
@@ -158,6 +158,11 @@ def parse_reply_directives(
       envelope), makes the reply silent and empties its text.
     """
     text, media = _split_media_lines(raw.rstrip())
+    if "[[" not in text:  # no tag can match (each starts with it): a plain answer
+        is_silent = is_silent_reply_payload_text(text, silent_token)
+        return ReplyDirectives(
+            text="" if is_silent else text, media_urls=tuple(media), is_silent=is_silent
+        )
     audio_as_voice = bool(_AUDIO_TAG_RE.search(text))
     silent_tag = bool(_SILENT_TAG_RE.search(text))
     if audio_as_voice or silent_tag:

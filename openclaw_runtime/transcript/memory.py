@@ -294,7 +294,10 @@ class MemorySessionStore:
         self, session_id: str, *, cwd: str, parent_session: str | None = None
     ) -> MemorySession:
         """Create a session holding only its header (``TranscriptError`` if it exists)."""
-        safe = validate_session_id(session_id)
+        return self._create(validate_session_id(session_id), cwd, parent_session)
+
+    def _create(self, safe: str, cwd: str, parent_session: str | None) -> MemorySession:
+        # ``safe``: an id ``validate_session_id`` returned (it returns such an id unchanged)
         clock = self._now or utc_now
         header = make_header(
             safe, cwd, parent_session=parent_session, timestamp=iso_timestamp(clock())
@@ -327,7 +330,7 @@ class MemorySessionStore:
         safe = validate_session_id(session_id)
         if safe not in self._sessions:
             try:
-                return await self.create(safe, cwd=cwd)
+                return self._create(safe, cwd, None)
             except TranscriptError:
                 pass  # created meanwhile (another thread): open that one
         return await self.open(safe)
