@@ -26,8 +26,10 @@ and the entry index in ``tree``. This module opens and creates session files
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -51,6 +53,27 @@ from .session_ids import InvalidSessionIdError, session_file_path, validate_sess
 from .tree import SessionTree
 
 __all__ = ["JsonlSessionStore", "SessionManager"]
+
+_T = TypeVar("_T")
+
+
+async def _run_released(func: Callable[[], _T]) -> _T:
+    """``anyio.to_thread.run_sync(func)``, but the worker thread never keeps ``func`` (and
+    what it reaches) alive after the call. anyio's and trio's workers let go of the function
+    only after handing its result back; a caller that then drops the last other reference
+    (a session closed and evicted) leaves the worker to tear the object down later, holding
+    the GIL against whatever the event loop runs next (≈ 17 ms for a 10 000-message session,
+    landing in the next turn or not, by thread timing). Here the loop thread takes back the
+    worker's only path to ``func`` when the call returns, so the teardown is the caller's."""
+    held = [func]
+
+    def call() -> _T:
+        return held[0]()
+
+    try:
+        return await anyio.to_thread.run_sync(call)
+    finally:
+        held.clear()
 
 
 class SessionManager(SessionRewriter):
@@ -224,7 +247,8 @@ class SessionManager(SessionRewriter):
         self.closed = True
         await self._close_flush_files()
         if self.replay_checkpoint.due():
-            await anyio.to_thread.run_sync(self._record_replay_checkpoint)
+            # the session may be dropped right after: its teardown must not go to the worker
+            await _run_released(self._record_replay_checkpoint)
         head = self._tree.clean_head
         if head is not None and head.crc is None:  # never recorded: its loaded bytes go
             self._tree.clean_head = None
