@@ -11,6 +11,7 @@ computation: same outputs, the same reuse, the same checkpoint prefix.
 from __future__ import annotations
 
 import gc
+import operator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,13 @@ def test_keep_only_forgets_the_rest_and_changes_no_projection(
     memo.project_all(previous, limit, project)
     keep = previous[:kept]
     memo.keep_only(keep, [])
-    assert memo._last is None
+    # of the previous request only its leading kept messages stay (here: all of ``keep``)
+    if kept:
+        assert memo._last is not None and memo._last[2] == limit
+        assert len(memo._last[0]) == kept and all(map(operator.is_, memo._last[0], keep))
+        assert memo._last[1] == [CountingProject()(m) for m in keep]
+    else:
+        assert memo._last is None
     assert sorted(memo._entries) == sorted({id(m) for m in keep})
     assert all(memo._entries[id(m)][0] is m for m in keep)
     # the next request: the kept messages, the forgotten ones (projected again), new ones
@@ -177,11 +184,16 @@ async def test_a_kept_open_session_holds_none_of_the_runs_kernel_messages(
         tmp_path / "released", server, memory=memory
     )
     assert sanitizer._loop is None
-    assert memo is not None and memo._last is None
+    assert memo is not None
     # every projection kept is of a message the session still hands out (or the sanitizer's
-    # cached output of it): none of the kernel's objects
+    # cached output of it): none of the kernel's objects; the previous request is kept as
+    # far as its leading run of such messages, with the projections the entries hold
     known = {id(m) for m in [*context, *sanitizer.cached_outputs]}
     assert memo._entries and set(memo._entries) <= known
+    if memo._last is not None:
+        inputs, outputs, _ = memo._last
+        assert {id(m) for m in inputs} <= known
+        assert all(memo._entries[id(m)][2] is p for m, p in zip(inputs, outputs, strict=True))
     server.reset()
     # the same two runs with the caches kept as they were: the same requests and results
     monkeypatch.setattr(attempt_module, "release_attempt_caches", lambda session, history: None)

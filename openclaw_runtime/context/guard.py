@@ -20,6 +20,7 @@ the numbers from ``guard.last_signal.request`` (or from the ``on_mid_turn_preche
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import math
 import operator
@@ -399,13 +400,21 @@ class ProjectionMemo:
         self._last = None
 
     def keep_only(self, *keep: Sequence[Any]) -> None:
-        """Forget the previous request and every projection but those of the message objects
-        in ``keep`` (by identity). Projection is a function of the message and the limit, so
-        what is forgotten only costs a projection again, never changes one."""
+        """Forget every projection but those of the message objects in ``keep`` (by
+        identity), and of the previous request keep only its leading messages that are in
+        ``keep``: the next request (a kept session's next turn resends its history first)
+        extends that run instead of looking at every message again. Projection is a function
+        of the message and the limit, so what is forgotten only costs a projection again,
+        never changes one."""
         # an entry's key is its message's id and both objects are alive: same id, same object
         wanted = {id(message) for messages in keep for message in messages}
         self._entries = {key: hit for key, hit in self._entries.items() if key in wanted}
-        self._last = None
+        last, self._last = self._last, None
+        if last is not None:
+            inputs, outputs, limit = last
+            kept = len(list(itertools.takewhile(wanted.__contains__, map(id, inputs))))
+            if kept:
+                self._last = (inputs[:kept], outputs[:kept], limit)
 
 
 class _HistoryTokens:

@@ -1,0 +1,128 @@
+"""The projection memo keeps the previous request's leading kept messages across attempts.
+
+``ProjectionMemo.keep_only`` (an attempt's end) used to forget the previous request, so the
+first request of a kept-open session's next turn looked at every message again and rebuilt
+its entries: 10 000 new tuples at 10 000 messages, ten collections of the cyclic GC,
+≈ 3.5 ms of the warm turn (benchmarks/README.md, session 14 warm9). It now keeps the
+leading run of that request's messages that are in ``keep``, which the next request
+extends. Random sequences of requests and releases, against a memo with the old
+``keep_only``: the same outputs, message by message (pass-throughs the very objects);
+never a message outside ``keep`` held after a release.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from typing import Any
+
+import pytest
+
+from openclaw_runtime.context.guard import ProjectionMemo
+from openclaw_runtime.messages import TextContent, ToolResultMessage, UserMessage
+
+
+class OldMemo(ProjectionMemo):
+    """``keep_only`` as it was (verbatim): the previous request is forgotten."""
+
+    def keep_only(self, *keep: Any) -> None:
+        wanted = {id(message) for messages in keep for message in messages}
+        self._entries = {key: hit for key, hit in self._entries.items() if key in wanted}
+        self._last = None
+
+
+def project(message: Any) -> Any:
+    """A pure projection that changes tool results only (as the built-in one)."""
+    if isinstance(message, ToolResultMessage):
+        return ("projected", message.tool_call_id, message.content[0].text[:3])  # type: ignore[union-attr]
+    return message
+
+
+def _fresh(rng: random.Random, serial: list[int]) -> Any:
+    serial[0] += 1
+    n = serial[0]
+    if rng.random() < 0.5:
+        return ToolResultMessage(
+            tool_call_id=f"c{n}", tool_name="read", content=[TextContent(text=f"r{n}xyz")]
+        )
+    return UserMessage(content=f"q{n}")
+
+
+def _same(got: list[Any], expected: list[Any]) -> bool:
+    """Equal projections; a message passed through is the very object on both sides."""
+    return len(got) == len(expected) and all(
+        a is b if isinstance(b, UserMessage) else a == b for a, b in zip(got, expected, strict=True)
+    )
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_requests_and_releases_give_the_old_memos_outputs(seed: int) -> None:
+    rng = random.Random(seed)
+    serial = [0]
+    new, old = ProjectionMemo(), OldMemo()
+    history = [_fresh(rng, serial) for _ in range(rng.randrange(0, 12))]
+    request = list(history)
+    limits = [100, 100, 100, 7]
+    projected_request: list[Any] = []
+    for _ in range(rng.randrange(1, 14)):
+        step = rng.random()
+        if step < 0.35:  # a tool loop's next request: the same messages and more
+            request = [*request, *(_fresh(rng, serial) for _ in range(rng.randrange(0, 3)))]
+        elif step < 0.5:  # a request that starts over from the history (a new attempt)
+            request = [*history, *(_fresh(rng, serial) for _ in range(rng.randrange(0, 3)))]
+        elif step < 0.6:  # a shuffled, cut or repeated request
+            request = rng.sample(request, k=len(request))[: rng.randrange(0, len(request) + 1)]
+            request += rng.sample(request, k=min(2, len(request)))
+        elif step < 0.85:  # an attempt's end: keep the history and some outputs
+            models = history + [_fresh(rng, serial) for _ in range(rng.randrange(0, 3))]
+            outputs = rng.sample(request, k=rng.randrange(0, len(request) + 1))
+            keep = [models, outputs] if rng.random() < 0.7 else [models]
+            new.keep_only(*keep)
+            old.keep_only(*keep)
+            wanted = {id(m) for messages in keep for m in messages}
+            assert set(new._entries) == set(old._entries) <= wanted
+            if new._last is not None:
+                inputs, projected, _ = new._last
+                assert inputs and {id(m) for m in inputs} <= wanted
+                # what it holds besides: projections of those messages (a message met twice
+                # in one request was projected twice: equal, not always the entry's object)
+                assert _same(projected, [new._entries[id(m)][2] for m in inputs])
+                assert len(inputs) <= len(projected_request)
+                assert all(map(operator.is_, inputs, projected_request))  # its leading run
+            history = models  # the next turn resends the session's models
+            request = [*history, *(_fresh(rng, serial) for _ in range(rng.randrange(0, 3)))]
+            continue
+        limit = rng.choice(limits)
+        changes: Any = rng.choice([object, ToolResultMessage])
+        got = new.project_all(request, limit, project, changes)
+        projected_request = list(request)
+        expected = old.project_all(request, limit, project, changes)
+        assert _same(got, expected)
+        assert _same(got, [project(m) for m in request])
+
+
+def test_a_turn_after_a_release_extends_the_kept_run() -> None:
+    """The first request after a release looks at the new messages only."""
+    rng = random.Random(1)
+    serial = [0]
+    history = [_fresh(rng, serial) for _ in range(50)]
+    calls: list[Any] = []
+
+    def counting(message: Any) -> Any:
+        calls.append(message)
+        return project(message)
+
+    memo = ProjectionMemo()
+    prompt = UserMessage(content="prompt")
+    memo.project_all([*history, prompt], 100, counting)
+    memo.keep_only(history, [])  # the prompt was the kernel's object: forgotten
+    assert memo._last is not None and all(map(operator.is_, memo._last[0], history))
+    calls.clear()
+    turn = [*history, UserMessage(content="prompt again"), UserMessage(content="next")]
+    assert _same(memo.project_all(turn, 100, counting), [project(m) for m in turn])
+    assert calls == turn[50:]
+    # at another limit the kept run is not used: every message is looked at
+    calls.clear()
+    memo.keep_only(turn, [])
+    memo.project_all(turn, 7, counting)
+    assert len(calls) == sum(isinstance(m, ToolResultMessage) for m in turn) or calls == turn
