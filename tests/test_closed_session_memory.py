@@ -12,8 +12,10 @@ evicted session was torn down there during the next turn, or not, by thread timi
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +124,7 @@ async def test_a_closed_session_is_freed_without_the_cyclic_gc(tmp_path: Path) -
     for index in range(40):
         await writer.append_message(UserMessage(content=f"question {index}", timestamp=index))
     await writer.aclose()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _no_cyclic_gc():
         session = SessionManager.open_sync(path, durability="none")
         messages = session.build_session_context().messages
         session.replay_checkpoint.restore(messages, ("key",))
@@ -135,6 +135,15 @@ async def test_a_closed_session_is_freed_without_the_cyclic_gc(tmp_path: Path) -
         del session, messages
         assert alive() is None
         assert first() is None
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic GC off: what goes, goes by reference counting alone."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if enabled:
             gc.enable()
@@ -177,9 +186,7 @@ async def test_a_worker_thread_never_holds_a_closed_session(
         await writer.append_message(answer)
     await writer.aclose()
     held = _late_workers(monkeypatch)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _no_cyclic_gc():
         session = await SessionManager.open(path, durability="none")
         messages = session.build_session_context().messages
         session.replay_sanitizer.run(messages, POLICIES["openai"], BUILTIN_SANITIZERS)
@@ -193,9 +200,6 @@ async def test_a_worker_thread_never_holds_a_closed_session(
         del session, messages
         assert alive() is None
         assert first() is None
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @pytest.mark.anyio
