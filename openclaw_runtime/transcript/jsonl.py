@@ -134,8 +134,8 @@ def parse_session_bytes(data: bytes, clean: int = 0) -> ParsedSession:
     """Split, decode and check every line of a session file in one pass.
 
     ``clean``: the first ``clean`` bytes are known to hold only the header line, blank lines
-    and lines that are session entries (``load.CleanHead``: proven against a CRC of these very
-    bytes), so ``entry_problem`` is not asked for the lines that start there.
+    and lines that are session entries (``clean_head.CleanHead``: proven against a CRC of
+    these very bytes), so ``entry_problem`` is not asked for the lines that start there.
     """
     parsed = ParsedSession(data=data)
     loads = orjson.loads

@@ -242,8 +242,9 @@ def _untouched(entry: dict[str, Any], index: int, first_seen: dict[str, int]) ->
     object with a non-empty string ``type``. One pass without allocations; falsy
     (``_TOUCHED``) only means "take the full rules" (equivalence:
     ``tests/test_repair_plan_fast.py``). ``_CLEAN``: untouched, and its parent is none or an
-    earlier entry, so no later line can change its plan (a clean-head entry, ``load.CleanHead``);
-    ``_UNTOUCHED``: untouched, but its parent is in no entry (a later line could take its id)."""
+    earlier entry, so no later line can change its plan (a clean-head entry,
+    ``clean_head.CleanHead``); ``_UNTOUCHED``: untouched, but its parent is in no entry (a
+    later line could take its id)."""
     # (literals, not the names: this runs once per entry of every slow load)
     if first_seen[entry["id"]] != index:
         return 0
@@ -290,7 +291,7 @@ def plan_session_repair(
     (``SessionManager.open``): error turns kept as above and blank user content kept too
     (the ``blank_user_turns`` sanitizer fills it in on replay), so only damage changes a line.
     ``clean`` (``as_written`` only): the first ``clean`` entries are known to be clean-head
-    entries (``load.CleanHead``), taken as they are without their rules.
+    entries (``clean_head.CleanHead``), taken as they are without their rules.
     """
     keep_error_turns = keep_error_turns or as_written
     entries = parsed.entries
