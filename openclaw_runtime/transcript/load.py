@@ -141,7 +141,9 @@ def load_session_file(
     """
     proven = proven_head(data, known)
     with bulk_allocation():
-        parsed = parse_session_bytes(data, 0 if proven is None else proven[0])
+        parsed = (
+            parse_session_bytes(data) if proven is None else parse_session_bytes(data, proven[0])
+        )
     if parsed.header_problem is not None:
         return _recover_header(
             path, data, parsed.header_problem, repair=repair, clock=clock, timeout=timeout
