@@ -138,3 +138,33 @@ def test_a_projection_state_subclass_still_sees_every_message(seed: int) -> None
     limit = guard.max_single_tool_result_chars
     _same(guard._project_all(messages, limit), _reference(messages, limit), messages)
     assert state.seen == messages
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_growing_request_projects_only_the_changed_types_it_adds(seed: int) -> None:
+    """The tool-loop path (``ProjectionMemo._extend``: each request resends the previous one
+    and adds some) passes the other types through too: the same outputs and memo as a fresh
+    memo's whole-request projection, and ``project`` called only for the added results."""
+    rng = random.Random(seed)
+    messages = [_message(rng, i) for i in range(60)]
+    memo = ProjectionMemo()
+    cut = 0
+    while cut < len(messages):
+        cut = min(len(messages), cut + rng.randrange(1, 6))
+        project = _Counting()
+        before = len(memo._last[0]) if memo._last is not None else 0
+        got = memo.project_all(messages[:cut], 100, project, ToolResultMessage)
+        added = messages[before:cut] if before else messages[:cut]
+        assert project.seen == [m for m in added if isinstance(m, ToolResultMessage)]
+        want = ProjectionMemo().project_all(messages[:cut], 100, _Counting(), ToolResultMessage)
+        assert len(got) == len(want)
+        for g, w, m in zip(got, want, messages[:cut], strict=True):
+            assert g == w
+            assert (g is m) == (w is m)
+        assert sorted(memo._entries) == sorted(id(m) for m in messages[:cut])
+    # the guard itself, request after request, against the reference projection
+    guard = ToolResultContextGuard(context_window_tokens=rng.choice([2_000, 8_000, 200_000]))
+    limit = guard.max_single_tool_result_chars
+    for end in range(1, len(messages) + 1, 3):
+        source = messages[:end]
+        _same(guard._project_all(source, limit), _reference(source, limit), source)

@@ -355,7 +355,7 @@ class ProjectionMemo:
         projection without a call (a first request after a restart meets thousands)."""
         last = self._last
         if last is not None and last[2] == limit and _starts_with(source, last[0]):
-            return self._extend(source, limit, project, last)
+            return self._extend(source, limit, project, last, changes)
         earlier = self._entries
         seen: dict[int, tuple[Any, int, Any]] = {}
         out = []
@@ -379,14 +379,19 @@ class ProjectionMemo:
         limit: int,
         project: Callable[[Any], Any],
         last: tuple[list[Any], list[Any], int],
+        changes: type | tuple[type, ...] = object,
     ) -> list[Any]:
-        """The previous request plus the messages after it (``source`` starts with it)."""
+        """The previous request plus the messages after it (``source`` starts with it); a
+        message ``project`` may not change (``changes``) is its own projection, as in
+        ``project_all`` (a tool loop's assistant turns)."""
         inputs, outputs, _ = last
         entries = self._entries
         for message in source[len(inputs) :]:
             hit = entries.get(id(message))
             if hit is not None and hit[0] is message and hit[1] == limit:
                 projected = hit[2]
+            elif not isinstance(message, changes):
+                projected = message
             else:
                 projected = project(message)
             entries[id(message)] = (message, limit, projected)
