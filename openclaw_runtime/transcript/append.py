@@ -54,13 +54,17 @@ class SessionWriter(SessionReader):
         placeholder text, blank user content the fallback text), so a file this store wrote
         never needs repair when it is opened again.
         """
+        if getattr(type(message), "to_dict", None) is _WIRE_TO_DICT:
+            # a runtime message model (every append of a tool loop): its JSON-mode dump is a
+            # dict holding JSON values only (stores may rely on it); only an assistant or a
+            # user message can need the loader's repair (``_loadable_message``)
+            wire = message.to_dict()
+            if type(wire) is not dict or wire.get("role") in _REPAIRED_ROLES:
+                wire = _loadable_message(wire)
+            return await self._append("message", {"message": wire}, append_mode, json_values=True)
+        # a caller's wire dict or another model's ``to_dict`` may hold anything
         wire = _loadable_message(wire_message(message))
-        # a runtime message model's JSON-mode dump holds JSON values only (stores may rely
-        # on it); a caller's wire dict or another model's ``to_dict`` may hold anything
-        json_values = getattr(type(message), "to_dict", None) is _WIRE_TO_DICT
-        return await self._append(
-            "message", {"message": wire}, append_mode, json_values=json_values
-        )
+        return await self._append("message", {"message": wire}, append_mode)
 
     async def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change."""
@@ -466,6 +470,8 @@ class SessionWriter(SessionReader):
 
 
 _WIRE_TO_DICT = WireModel.to_dict
+#: the roles ``_loadable_message`` may repair
+_REPAIRED_ROLES = ("assistant", "user")
 
 
 def _is_finite_positive(value: Any) -> bool:
