@@ -29,9 +29,9 @@ from openclaw_runtime.messages import (
     UserMessage,
 )
 from openclaw_runtime.transcript.append import (
+    _WIRE_TO_DICT,
     SessionWriter,
     _loadable_message,
-    _WIRE_TO_DICT,
     wire_message,
 )
 from openclaw_runtime.transcript.memory import MemorySessionStore

@@ -35,7 +35,13 @@ from openclaw_runtime.transcript.incremental import (
     ToolLoopBoundary,
     _LoopCache,
 )
-from openclaw_runtime.transcript.loop_tail import clean_tail, message_facts, sanitized
+from openclaw_runtime.transcript.loop_tail import (
+    MessageFacts,
+    TailFacts,
+    clean_tail,
+    message_facts,
+    sanitized,
+)
 from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
 from openclaw_runtime.transcript.tool_calls import normalize_allowed_names
@@ -463,3 +469,16 @@ def test_clean_tail_of_reuses_the_last_group_as_a_fresh_check(policy_name: str, 
             rest = list(head)
         # else: the same request again
     assert reused
+
+
+def test_facts_and_boundaries_are_immutable_records() -> None:
+    """``MessageFacts`` and ``TailFacts`` are named tuples (cheaper to make than frozen
+    dataclasses): the same fields, defaults and read-only attributes as before."""
+    facts = MessageFacts("toolResult", ("c1",), True)
+    assert (facts.role, facts.ids, facts.clean) == ("toolResult", ("c1",), True)
+    assert (facts.stamp, facts.has_usage, facts.strip_details) == (None, False, False)
+    tail = TailFacts(2, frozenset({"c1"}))
+    assert (tail.last_group, tail.ids) == (2, frozenset({"c1"}))
+    for record, name in ((facts, "clean"), (tail, "last_group")):
+        with pytest.raises(AttributeError):
+            setattr(record, name, 0)

@@ -37,8 +37,7 @@ not clean and takes the pipeline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
@@ -62,9 +61,10 @@ __all__ = [
 _SYNTHETIC_DETAILS = {SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True}
 
 
-@dataclass(frozen=True, slots=True)
-class MessageFacts:
-    """What the tool-loop sanitizer needs to know about one message, read once.
+class MessageFacts(NamedTuple):
+    """What the tool-loop sanitizer needs to know about one message, read once (a named
+    tuple: made for every message a tool loop adds, and a frozen dataclass's ``__init__``
+    costs twice as much).
 
     ``ids``: an assistant turn's tool-call ids (``extract_tool_calls_from_assistant``) or a
     result's ids (``extract_tool_result_ids``); ``clean``: no stage changes it (module
@@ -242,9 +242,9 @@ def clean_facts(facts: MessageFacts, compaction_stamp: float | None) -> bool:
     return facts.stamp > compaction_stamp
 
 
-@dataclass(frozen=True, slots=True)
-class TailFacts:
-    """A clean tail's shape: where its last group starts and every call id it names."""
+class TailFacts(NamedTuple):
+    """A clean tail's shape: where its last group starts and every call id it names (a
+    named tuple, made for every request of a tool loop)."""
 
     last_group: int
     ids: frozenset[str]
