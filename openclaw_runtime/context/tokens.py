@@ -16,6 +16,7 @@ import math
 import re
 import weakref
 from collections.abc import Mapping, Sequence
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -544,13 +545,29 @@ def _get(record: Any, name: str, wire_name: str | None = None) -> Any:
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` is this encoder's
 #: ``encode`` (``dumps`` builds the same encoder on every call that passes options)
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: the C encoder ``_JSON.encode`` makes on every call (with a fresh dict of the containers it
+#: is inside, to find a cycle), made once without that dict: a cycle then overflows the
+#: stack instead, and ``_json_text`` asks ``_JSON.encode`` again for its own answer
+_C_JSON = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, _JSON.default, encode_basestring, None, ":", ",", False, False, True)
+)
 
 
 def _json_text(value: Any) -> str | None:
-    """Compact JSON the way ``JSON.stringify`` writes it, or None when it cannot."""
+    """Compact JSON the way ``JSON.stringify`` writes it, or None when it cannot.
+
+    The text of ``_JSON.encode(value)`` (one estimate per tool call's arguments: its Python
+    layers were half the cost); a value it cannot encode gives ``None``, as there."""
     if hasattr(value, "to_dict"):
         value = value.to_dict()
     try:
+        if _C_JSON is not None and type(value) is not str:
+            try:
+                return "".join(_C_JSON(value, 0))
+            except RecursionError:
+                pass  # a cycle, or a value nested deeper than the stack: as ``encode`` says
         return _JSON.encode(value)
     except (TypeError, ValueError):
         return None
