@@ -321,6 +321,8 @@ def _normalize_pressure(pressure: LlmBoundaryTokenPressure | None) -> tuple[int,
 
 def _as_tokens(value: float) -> int:
     """An estimator's answer as whole tokens; a clear error when it is not a number."""
+    if type(value) is int:  # the default estimators' answer
+        return value if value > 0 else 0
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise TypeError(f"token estimator returned {value!r}, not a number of tokens")
     return max(0, math.ceil(value))

@@ -150,7 +150,13 @@ def boundary_token_pressure(
     """``estimate_llm_boundary_token_pressure`` for a history whose per-message estimates
     (``estimate_message_token_pressure``) sum to ``history_tokens``: a caller that keeps a
     running sum over a growing history does not re-add every message."""
-    total = history_tokens + _system_tokens(system_prompt) + _prompt_tokens(prompt)
+    # an empty prompt (a tool loop's every request) is the boundary overhead alone
+    prompt_tokens = (
+        MESSAGE_BOUNDARY_OVERHEAD_TOKENS
+        if type(prompt) is str and not prompt
+        else _prompt_tokens(prompt)
+    )
+    total = history_tokens + _system_tokens(system_prompt) + prompt_tokens
     return max(0, math.ceil(total * SAFETY_MARGIN))
 
 
@@ -392,6 +398,8 @@ _TYPED: dict[type, Any] = {
 
 
 def _string_tokens(text: str, chars_per_token: int = ESTIMATED_CHARS_PER_TOKEN) -> int:
+    if type(text) is str and text.isascii():  # ``estimate_string_chars`` is its length
+        return math.ceil(len(text) / chars_per_token)
     return math.ceil(estimate_string_chars(text) / chars_per_token)
 
 
