@@ -613,7 +613,10 @@ def _clamp_fence(configured: int | None, length: int) -> int:
 
 
 def _has_tool_result_after(messages: Sequence[Any], fence: int) -> bool:
-    for message in messages[fence:]:  # a loop, not ``any`` over a generator (per request)
+    # a loop, not ``any`` over a generator (per request); from the end: a tool loop's request
+    # ends with the result it asks about, after the assistant turn that called for it
+    for index in range(len(messages) - 1, fence - 1, -1):
+        message = messages[index]
         if type(message) is ToolResultMessage or _is_tool_result(message):
             return True
     return False

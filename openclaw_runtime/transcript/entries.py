@@ -104,8 +104,14 @@ def iso_timestamp_slow(now: datetime | None = None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+#: integers below this in size convert to a finite float
+_FINITE_INT = 1 << 1000
+
+
 def parse_timestamp_ms(value: Any) -> int | float | None:
     """Milliseconds from a number or an ISO string (``Date.parse``), else ``None``."""
+    if type(value) is int and -_FINITE_INT < value < _FINITE_INT:  # a model's own stamp
+        return value  # ``math.isfinite`` of it is true (a larger one overflows it: below)
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):

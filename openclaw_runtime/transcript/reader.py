@@ -302,14 +302,18 @@ class SessionReader:
         branch = cached[1]
         parent = before
         logical = self._tree.logical_parents
+        messages_only = True
         for entry in entries:
+            kind = entry.get("type")
             if (
-                entry.get("type") not in LEAF_MOVING_TYPES
+                kind not in LEAF_MOVING_TYPES
                 or entry.get("appendMode") == "side"
                 or entry.get("parentId") != parent
                 or entry["id"] in logical
             ):
                 return
+            if kind != "message":
+                messages_only = False
             parent = entry["id"]
         if parent != self._tree.leaf_id:
             return
@@ -318,11 +322,8 @@ class SessionReader:
         branch.extend(entries)
         self._branch_cache = (parent, branch)
         context = cached_context
-        if context is None or context[0] != before:
-            return
-        for entry in entries:
-            if entry.get("type") != "message":
-                return  # state entries (model, tools, compaction) rebuild the context
+        if context is None or context[0] != before or not messages_only:
+            return  # state entries (model, tools, compaction) rebuild the context
         previous, unread = context[1], context[2]
         model = previous.model
         for entry in entries:
