@@ -30,21 +30,15 @@ from openclaw_runtime.messages import (
     UserMessage,
 )
 from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
-from openclaw_runtime.transcript.incremental import (
-    IncrementalSanitizer,
-    ToolLoopBoundary,
-    _LoopCache,
-)
+from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.loop_tail import (
     MessageFacts,
     TailFacts,
     clean_tail,
     message_facts,
-    sanitized,
 )
 from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
-from openclaw_runtime.transcript.tool_calls import normalize_allowed_names
 from tests.test_transcript_incremental import dumped
 from tests.test_transcript_sanitizer_reads import AsDicts
 
@@ -401,77 +395,7 @@ def test_a_turn_stamped_before_the_compaction_after_a_stable_boundary() -> None:
     assert expected[-2].usage.input == 0
 
 
-def _reference_tail(rest: list[Any], allowed: Any, stamp: float | None) -> Any:
-    """``_LoopCache.clean_tail_of`` as it was: every message of ``rest`` read and walked."""
-    facts = [message_facts(message, allowed) for message in rest]
-    tail = clean_tail(facts, stamp)
-    if tail is None:
-        return None
-    return tail, [sanitized(m, f) for m, f in zip(rest, facts, strict=True)]
-
-
-def _reused_from(head: list[Any]) -> Callable[[Loop], list[Any]]:
-    """A group whose call id is one the head group named (the tail must not be clean)."""
-
-    def shape(loop: Loop) -> list[Any]:
-        named = [
-            block.id
-            for message in head
-            if isinstance(message, AssistantMessage)
-            for block in message.content
-            if isinstance(block, ToolCall)
-        ]
-        call = loop.call(id=named[0] if named else None)
-        return [loop.assistant(call), loop.result(call)]
-
-    return shape
-
-
-@pytest.mark.parametrize("policy_name", sorted(POLICIES))
-@pytest.mark.parametrize("seed", range(8))
-def test_clean_tail_of_reuses_the_last_group_as_a_fresh_check(policy_name: str, seed: int) -> None:
-    """The tool-loop cache checks only what follows the previous tail's last group; over
-    random request sequences (the group then new groups of every shape, the group then a
-    group reusing its id, another start, the group alone, the same request twice) its answer
-    equals the whole walk's: same shape, ids and sanitized messages."""
-    rng = random.Random(seed)
-    policy = POLICIES[policy_name]
-    allowed = normalize_allowed_names(policy.allowed_tool_names)
-    stamp = float(SUMMARY_STAMP) if seed % 2 else None
-    loop = Loop(compacted=False)
-    cache = _LoopCache((), ToolLoopBoundary(0, 0, 0), [], [], [], set(), allowed, stamp)
-    names = sorted(SHAPES)
-    rest: list[Any] = loop.group()
-    reused = 0
-    for step in range(150):
-        got = cache.clean_tail_of(rest)
-        want = _reference_tail(rest, allowed, stamp)
-        assert (got is None) == (want is None)
-        if got is not None and want is not None:
-            assert got[0] == want[0]
-            assert dumped(got[1]) == dumped(want[1])
-            for g, w, m in zip(got[1], want[1], rest, strict=True):
-                assert (g is m) == (w is m)
-            head = rest[got[0].last_group :]
-        else:
-            head = rest[-2:]
-        roll = rng.random()
-        if roll < 0.55:
-            rest = [*head, *loop.group(text=rng.random() < 0.3)]
-        elif roll < 0.75:
-            rest = [*head, *SHAPES[rng.choice(names)][0](loop)]
-        elif roll < 0.82 or step % 50 == 49:
-            rest = [*head, *_reused_from(head)(loop)]
-            reused += 1
-        elif roll < 0.88:
-            rest = [*loop.group(), *loop.group()]
-        elif roll < 0.94:
-            rest = list(head)
-        # else: the same request again
-    assert reused
-
-
-def test_facts_and_boundaries_are_immutable_records() -> None:
+def test_facts_are_immutable_records() -> None:
     """``MessageFacts`` and ``TailFacts`` are named tuples (cheaper to make than frozen
     dataclasses): the same fields, defaults and read-only attributes as before."""
     facts = MessageFacts("toolResult", ("c1",), True)

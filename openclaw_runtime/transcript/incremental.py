@@ -285,55 +285,25 @@ class _LoopCache:
     #: ``loop_tail`` facts and sanitized form of the messages after the boundary, by identity
     #: (read and made once each: a result without its details is the same copy every time)
     facts: dict[int, tuple[Any, MessageFacts, Any]] | None = None
-    #: the last group of the previous clean tail (``clean_tail_of``): its messages, their
-    #: sanitized forms and its call ids. The next request's part after the boundary starts
-    #: with it (``_advance_clean`` stops the boundary there), so only what follows is checked.
-    group: tuple[list[Any], list[Any], frozenset[str]] | None = None
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
-        (``loop_tail.clean_tail``).
-
-        When ``rest`` starts with the last group of the previous clean tail (the same
-        objects), that group is not checked again: a run of complete groups is a clean tail
-        exactly when the group is one (it was: clean facts depend only on the message, the
-        allowlist and the compaction stamp, all fixed here), what follows is one and names
-        none of the group's ids (``clean_tail`` walks group by group, with the ids seen)."""
+        (``loop_tail.clean_tail``)."""
         memo = self.facts or {}
         known: dict[int, tuple[Any, MessageFacts, Any]] = {}
-        group, self.group = self.group, None
-        start = 0
-        outputs: list[Any] = []
-        head_ids: frozenset[str] = frozenset()
-        if group is not None:
-            head = group[0]
-            if len(rest) > len(head) and all(map(operator.is_, head, rest)):
-                start = len(head)
-                outputs = group[1][:]
-                head_ids = group[2]
-                for message in head:
-                    known[id(message)] = memo[id(message)]
         facts = []
-        for message in rest[start:] if start else rest:
+        for message in rest:
             hit = memo.get(id(message))
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
                 hit = (message, found, sanitized(message, found) if found.clean else None)
             known[id(message)] = hit
             facts.append(hit[1])
-            outputs.append(hit[2])
         self.facts = known
         tail = clean_tail(facts, self.compaction_stamp)
         if tail is None:
             return None
-        last = tail.last_group
-        if start:
-            if not head_ids.isdisjoint(tail.ids):
-                return None
-            tail = TailFacts(start + last, tail.ids | head_ids)
-        last += start
-        self.group = (list(rest[last:]), outputs[last:], frozenset(facts[last - start].ids))
-        return tail, outputs
+        return tail, [known[id(message)][2] for message in rest]
 
 
 class IncrementalSanitizer:
