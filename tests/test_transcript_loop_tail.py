@@ -34,6 +34,7 @@ from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from openclaw_runtime.transcript.loop_tail import (
     MessageFacts,
     TailFacts,
+    clean_facts,
     clean_tail,
     message_facts,
 )
@@ -406,3 +407,67 @@ def test_facts_are_immutable_records() -> None:
     for record, name in ((facts, "clean"), (tail, "last_group")):
         with pytest.raises(AttributeError):
             setattr(record, name, 0)
+
+
+def _clean_tail_reference(facts: list[Any], compaction_stamp: float | None) -> Any:
+    """``clean_tail`` before its shortcuts (no set made per group, one-call groups, the
+    stamp check only with a stamp), verbatim."""
+    seen: set[str] = set()
+    index = 0
+    last = -1
+    count = len(facts)
+    while index < count:
+        head = facts[index]
+        if head.role != "assistant" or not clean_facts(head, compaction_stamp):
+            return None
+        calls = head.ids
+        if seen.intersection(calls) or len(set(calls)) != len(calls):
+            return None
+        seen.update(calls)
+        if index + len(calls) >= count:
+            return None
+        last = index
+        for offset, call_id in enumerate(calls, start=1):
+            result = facts[index + offset]
+            if result.role != "toolResult" or result.ids != (call_id,) or not result.clean:
+                return None
+        index += len(calls) + 1
+    if last < 0:
+        return None
+    return TailFacts(last, frozenset(seen))
+
+
+def _random_facts(rng: random.Random) -> list[Any]:
+    pool = ["a", "b", "c", "d"]
+    out: list[Any] = []
+    for _ in range(rng.randrange(0, 5)):
+        calls = tuple(rng.choice(pool) for _ in range(rng.choice([0, 1, 1, 1, 2, 3])))
+        out.append(
+            MessageFacts(
+                rng.choice(["assistant", "assistant", "assistant", "user"]),
+                calls,
+                rng.random() < 0.9,
+                rng.choice([None, 10.0, 5_000.0, 9_000.0]),
+                rng.random() < 0.7,
+            )
+        )
+        for call_id in calls:
+            if rng.random() < 0.05:
+                continue  # a result missing
+            ids = (call_id,) if rng.random() < 0.93 else rng.choice([(), ("z",), (call_id, "y")])
+            role = "toolResult" if rng.random() < 0.95 else "user"
+            out.append(MessageFacts(role, ids, rng.random() < 0.93))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_clean_tail_equals_its_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(2_000):
+        facts = _random_facts(rng)
+        stamp = rng.choice([None, None, 5_000.0])
+        got = clean_tail(facts, stamp)
+        assert got == _clean_tail_reference(facts, stamp), (facts, stamp)
+        found += got is not None
+    assert found > 100  # clean tails were among them

@@ -258,20 +258,23 @@ def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) ->
     count = len(facts)
     while index < count:
         head = facts[index]
-        if head.role != "assistant" or not clean_facts(head, compaction_stamp):
+        if head.role != "assistant" or not (
+            head.clean if compaction_stamp is None else clean_facts(head, compaction_stamp)
+        ):
             return None
         calls = head.ids
-        if seen.intersection(calls) or len(set(calls)) != len(calls):
+        size = len(calls)
+        if not seen.isdisjoint(calls) or (size > 1 and len(set(calls)) != size):
             return None
         seen.update(calls)
-        if index + len(calls) >= count:  # a result is missing at the end
+        if index + size >= count:  # a result is missing at the end
             return None
         last = index
         for offset, call_id in enumerate(calls, start=1):
             result = facts[index + offset]
             if result.role != "toolResult" or result.ids != (call_id,) or not result.clean:
                 return None
-        index += len(calls) + 1
+        index += size + 1
     if last < 0:
         return None
     return TailFacts(last, frozenset(seen))
