@@ -292,18 +292,21 @@ class _LoopCache:
         memo = self.facts or {}
         known: dict[int, tuple[Any, MessageFacts, Any]] = {}
         facts = []
+        outputs = []
         for message in rest:
-            hit = memo.get(id(message))
+            key = id(message)
+            hit = memo.get(key)
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
                 hit = (message, found, sanitized(message, found) if found.clean else None)
-            known[id(message)] = hit
+            known[key] = hit
             facts.append(hit[1])
+            outputs.append(hit[2])
         self.facts = known
         tail = clean_tail(facts, self.compaction_stamp)
         if tail is None:
             return None
-        return tail, [known[id(message)][2] for message in rest]
+        return tail, outputs
 
 
 class IncrementalSanitizer:
