@@ -198,15 +198,19 @@ def _typed_assistant_facts(
 def _typed_result_facts(message: ToolResultMessage) -> MessageFacts | None:
     call_id = message.tool_call_id.strip()
     name = message.tool_name
-    details_ok, strip = _details_rule("details" in message.__pydantic_fields_set__, message.details)
+    if "details" in message.__pydantic_fields_set__:
+        details_ok, strip = _details_rule(True, message.details)
+    else:
+        details_ok, strip = True, False  # ``_details_rule`` of absent details
     clean = bool(call_id) and bool(name) and name == name.strip() and details_ok
-    for block in message.content:
+    content = message.content
+    for block in content:
         if type(block) is not TextContent or block.__pydantic_extra__:
             return None
         clean = clean and bool(block.text.strip())
-    clean = clean and bool(message.content)
+    clean = clean and bool(content)
     return MessageFacts(
-        "toolResult", (call_id,) if call_id else (), clean, strip_details=clean and strip
+        "toolResult", (call_id,) if call_id else (), clean, None, False, clean and strip
     )
 
 
