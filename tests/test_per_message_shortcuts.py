@@ -23,7 +23,7 @@ from openclaw_runtime.messages import (
 )
 from openclaw_runtime.transcript.entries import parse_timestamp_ms
 from openclaw_runtime.transcript.memory import MemorySessionStore
-from openclaw_runtime.transcript.session_context import build_session_context, entry_message
+from tests.test_record_fast_paths import _cached, _plain
 
 
 def _parse_reference(value: Any) -> int | float | None:
@@ -99,29 +99,6 @@ def test_the_tool_result_scan_equals_any_over_the_tail() -> None:
         )
         assert guard._has_tool_result_after(messages, fence) is want
         assert guard._has_tool_result_after(tuple(messages), fence) is want
-
-
-def _plain(session: Any) -> tuple[Any, ...]:
-    branch = session.get_path_to_root(session.get_leaf_id())
-    context = build_session_context(branch, message_of=entry_message)
-    return (
-        [m.to_dict() for m in context.messages],
-        context.thinking_level,
-        context.model,
-        context.active_tool_names,
-        [entry["id"] for entry in branch],
-    )
-
-
-def _cached(session: Any) -> tuple[Any, ...]:
-    context = session.build_session_context()
-    return (
-        [m.to_dict() for m in context.messages],
-        context.thinking_level,
-        context.model,
-        context.active_tool_names,
-        [entry["id"] for entry in session.get_branch()],
-    )
 
 
 @pytest.mark.anyio
