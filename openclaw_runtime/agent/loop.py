@@ -21,10 +21,10 @@ Guarantees the rest of the runtime builds on:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Container, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from .._exceptions import StreamError, TranscriptError, TranscriptNotContinuableError
 from ..abort import AbortSignal
@@ -67,6 +67,7 @@ from .types import (
 )
 
 __all__ = [
+    "EventGate",
     "FailureMode",
     "agent_loop",
     "agent_loop_continue",
@@ -79,6 +80,26 @@ __all__ = [
 #: ``"reject"``: a failure with nothing streamed propagates (OpenClaw); ``"close"``: the loop
 #: turns it into a failure message and closes the lifecycle itself (the runner's mode).
 FailureMode: TypeAlias = Literal["reject", "close"]
+
+
+class EventGate(Protocol):
+    """Which of the loop's optional events (agent and turn starts, message starts and
+    updates: ``OPTIONAL_KINDS``) its emitter needs. The loop reads ``needed_kinds`` before each
+    of them, so it may change while the loop runs, and builds and emits only the ones named
+    there; for each one left out it calls ``heartbeat()`` (the run made progress all the same).
+    Every other event is always emitted."""
+
+    @property
+    def needed_kinds(self) -> Container[str]: ...
+
+    def heartbeat(self) -> None: ...
+
+
+#: The kinds an ``EventGate`` may leave out: the loop keeps no state of its own in them but
+#: ``turn_open`` (set directly when a turn start is left out).
+OPTIONAL_KINDS: frozenset[str] = frozenset(
+    {"agent_start", "turn_start", "message_start", "message_update"}
+)
 
 
 def remove_non_executable_tool_calls(message: AssistantMessage) -> AssistantMessage:
@@ -100,8 +121,10 @@ async def run_agent_loop(
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
     on_failure: FailureMode = "reject",
+    gate: EventGate | None = None,
 ) -> list[Any]:
-    """Run a loop started by ``prompts``; events go to ``emit``; returns the new messages."""
+    """Run a loop started by ``prompts``; events go to ``emit`` (the optional ones only when
+    ``gate`` needs them); returns the new messages."""
     run = _LoopRun(
         AgentContext(context.system_prompt, [*context.messages, *prompts], list(context.tools)),
         list(prompts),
@@ -110,6 +133,7 @@ async def run_agent_loop(
         stream_fn,
         signal,
         on_failure,
+        gate,
     )
     await run.start(prompts)
     return run.new_messages
@@ -123,6 +147,7 @@ async def run_agent_loop_continue(
     stream_fn: StreamFn,
     signal: AbortSignal | None = None,
     on_failure: FailureMode = "reject",
+    gate: EventGate | None = None,
 ) -> list[Any]:
     """Continue from ``context`` without a new prompt (retries); returns the new messages.
 
@@ -137,6 +162,7 @@ async def run_agent_loop_continue(
         stream_fn,
         signal,
         on_failure,
+        gate,
     )
     await run.start(())
     return run.new_messages
@@ -248,6 +274,7 @@ class _LoopRun:
         stream_fn: StreamFn,
         signal: AbortSignal | None,
         on_failure: FailureMode = "reject",
+        gate: EventGate | None = None,
     ) -> None:
         self.context = context
         self.new_messages = new_messages
@@ -262,6 +289,16 @@ class _LoopRun:
         self.ended = False
         #: the default conversion, keeping the converted prefix across this run's requests
         self.converter = PrefixConverter()
+        self.gate = gate
+
+    def wants(self, kind: str) -> bool:
+        """Build and emit an optional event of ``kind`` (one of ``OPTIONAL_KINDS``)? Its
+        emitter needs it (or has no gate); else the gate's ``heartbeat`` stands for it."""
+        gate = self.gate
+        if gate is None or kind in gate.needed_kinds:
+            return True
+        gate.heartbeat()
+        return False
 
     async def emit(self, event: AgentEvent) -> None:
         if type(event) not in _NO_LIFECYCLE:  # six of a tool call's eight events are
@@ -279,11 +316,13 @@ class _LoopRun:
 
     async def start(self, prompts: Sequence[Any]) -> None:
         try:
-            await self.emit(AgentStart())
-            await self.emit(TurnStart())
+            if self.wants("agent_start"):
+                await self._emit(AgentStart())
+            await self.turn_start()
             for prompt in prompts:
-                await self.emit(MessageStart(prompt))
-                await self.emit(MessageEnd(prompt))
+                if self.wants("message_start"):
+                    await self._emit(MessageStart(prompt))
+                await self._emit(MessageEnd(prompt))
             await self.run()
         except Exception as exc:
             if self.ended or (self.on_failure == "reject" and not self.aborted):
@@ -301,11 +340,15 @@ class _LoopRun:
                     return
                 if first_turn:
                     first_turn = False
-                else:
+                elif self.gate is None or "turn_start" in self.gate.needed_kinds:
                     await self.emit(TurnStart())
+                else:  # left out (``wants``, inline: once per tool call)
+                    self.gate.heartbeat()
+                    self.turn_open = True
                 for message in pending:
-                    await self.emit(MessageStart(message))
-                    await self.emit(MessageEnd(message))
+                    if self.wants("message_start"):
+                        await self._emit(MessageStart(message))
+                    await self._emit(MessageEnd(message))
                     self.context.messages.append(message)
                     self.new_messages.append(message)
                 pending = []
@@ -324,8 +367,9 @@ class _LoopRun:
                 tool_results = []
                 more_tool_calls = False
                 if message.stop_reason == "toolUse" and message.tool_calls():
+                    # the batch emits no lifecycle event: straight to the emitter
                     batch = await execute_tool_calls(
-                        self.context, message, self.config, self.signal, self.emit
+                        self.context, message, self.config, self.signal, self._emit, self.wants
                     )
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
@@ -352,6 +396,13 @@ class _LoopRun:
                 break
             pending = follow_ups  # same injection path as steering, same event order
         await self.emit(AgentEnd(self.new_messages))
+
+    async def turn_start(self) -> None:
+        """Open a turn: its event if the gate needs it, the flag either way."""
+        if self.wants("turn_start"):
+            await self.emit(TurnStart())
+        else:
+            self.turn_open = True
 
     async def poll(self, source: Any) -> list[Any]:
         if source is None:
@@ -393,6 +444,8 @@ class _LoopRun:
 
         response = await maybe_await(self.stream_fn(config.model, request, options))
         partial: AssistantMessage | None = None
+        # message events move no lifecycle flag (``_NO_LIFECYCLE``): straight to the emitter
+        emit, gate = self._emit, self.gate
         try:
             async for event in response:
                 kind = event.type
@@ -400,7 +453,8 @@ class _LoopRun:
                     partial = event.partial
                     context.messages.append(partial)
                     self.open_partial = partial
-                    await self.emit(MessageStart(partial))
+                    if self.wants("message_start"):
+                        await emit(MessageStart(partial))
                 elif kind == "done" or kind == "error":
                     break
                 elif partial is not None:
@@ -410,7 +464,10 @@ class _LoopRun:
                     if current is not None and current is not partial:
                         self._replace_in_context(partial, current)
                         partial = self.open_partial = current
-                    await self.emit(MessageUpdate(partial, event))
+                    if gate is None or "message_update" in gate.needed_kinds:
+                        await emit(MessageUpdate(partial, event))
+                    else:  # left out (``wants``, inline: once per streamed event)
+                        gate.heartbeat()
             final = await response.result()
         except Exception as exc:
             if partial is None or not _has_streamed_content(partial):
@@ -432,9 +489,10 @@ class _LoopRun:
             self._replace_in_context(partial, final)
         else:
             context.messages.append(final)
-            await self.emit(MessageStart(final))
+            if self.wants("message_start"):
+                await emit(MessageStart(final))
         self.open_partial = None
-        await self.emit(MessageEnd(final))
+        await emit(MessageEnd(final))
         return final
 
     def _replace_in_context(self, old: AssistantMessage, new: AssistantMessage) -> None:
@@ -453,9 +511,10 @@ class _LoopRun:
         aborted = create_failure_message(self.config.model, abort_reason(self.signal), aborted=True)
         self.new_messages.append(aborted)
         if not self.turn_open:
-            await self.emit(TurnStart())
-        await self.emit(MessageStart(aborted))
-        await self.emit(MessageEnd(aborted))
+            await self.turn_start()
+        if self.wants("message_start"):
+            await self._emit(MessageStart(aborted))
+        await self._emit(MessageEnd(aborted))
         await self.emit(TurnEnd(aborted, []))
         if should_append_interruption(self.signal):
             await self.append_interruption()
@@ -465,8 +524,9 @@ class _LoopRun:
     async def append_interruption(self) -> None:
         message = create_interrupted_turn_message()
         self.new_messages.append(message)
-        await self.emit(MessageStart(message))
-        await self.emit(MessageEnd(message))
+        if self.wants("message_start"):
+            await self._emit(MessageStart(message))
+        await self._emit(MessageEnd(message))
 
     async def close_after_failure(self, error: Exception) -> None:
         """A callback or the stream broke its contract: still close every open lifecycle."""
@@ -486,10 +546,10 @@ class _LoopRun:
                 self.new_messages = []  # nothing answered yet: the run's result is the failure
         self.new_messages.append(failure)
         if not self.turn_open:
-            await self.emit(TurnStart())
-        if partial is None:
-            await self.emit(MessageStart(failure))
-        await self.emit(MessageEnd(failure))
+            await self.turn_start()
+        if partial is None and self.wants("message_start"):
+            await self._emit(MessageStart(failure))
+        await self._emit(MessageEnd(failure))
         await self.emit(TurnEnd(failure, []))
         if aborted and should_append_interruption(self.signal):
             await self.append_interruption()

@@ -10,6 +10,7 @@ model can read; nothing here raises for a tool's sake.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -94,12 +95,15 @@ class _Batch:
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: EmitFn,
+        wants: Callable[[str], bool] | None = None,
     ) -> None:
         self.context = context
         self.message = message
         self.config = config
         self.signal = signal
         self.emit = emit
+        #: the loop's ``wants``: is a result's ``message_start`` needed (None: always)
+        self.wants = wants
         self.resolutions: dict[int, _Resolution] = {}
 
     @property
@@ -297,7 +301,9 @@ class _Batch:
         if done.result.details is not None:
             fields["details"] = done.result.details
         message = ToolResultMessage(**fields)
-        await self.emit(MessageStart(message))
+        wants = self.wants
+        if wants is None or wants("message_start"):
+            await self.emit(MessageStart(message))
         await self.emit(MessageEnd(message))
         return message
 
@@ -317,9 +323,11 @@ async def execute_tool_calls(
     config: AgentLoopConfig,
     signal: AbortSignal | None,
     emit: EmitFn,
+    wants: Callable[[str], bool] | None = None,
 ) -> ToolBatchResult:
-    """Run the tool calls of ``message``; parallel unless configured or a tool says otherwise."""
-    batch = _Batch(context, message, config, signal, emit)
+    """Run the tool calls of ``message``; parallel unless configured or a tool says otherwise.
+    ``wants(kind)`` answers whether an optional event (a result's ``message_start``) is built."""
+    batch = _Batch(context, message, config, signal, emit, wants)
     calls = message.tool_calls()
     if len(calls) == 1:  # one call runs the same steps in either mode (``_one``)
         if config.tool_execution != "sequential":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,6 +78,7 @@ from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
 from .task_group_body import as_task_group_body
 
 __all__ = [
+    "RECORDED_KINDS",
     "AttemptFacts",
     "AttemptOutcome",
     "AttemptSpec",
@@ -176,6 +177,12 @@ class AttemptRun(Protocol):
     async def emit(self, event: Event) -> None: ...
 
     def heartbeat(self) -> None: ...
+
+    @property
+    def needed_kinds(self) -> Container[str]:
+        """The kernel's ``EventGate``: the kinds to build (``RECORDED_KINDS`` among them);
+        ``heartbeat`` stands for each event left out."""
+        ...
 
     def current_session(self) -> Session: ...
 
@@ -649,6 +656,7 @@ class _AttemptTurn:
                 stream_fn=stream_fn,
                 signal=self.controller.signal,
                 on_failure="close",  # a failure must become a message to classify
+                gate=spec.run,
             )
         return await run_agent_loop_continue(
             context,
@@ -657,6 +665,7 @@ class _AttemptTurn:
             stream_fn=stream_fn,
             signal=self.controller.signal,
             on_failure="close",
+            gate=spec.run,
         )
 
 
@@ -664,6 +673,13 @@ class _AttemptTurn:
 #: ``ToolExecutionEnd``: the attempt records nothing for them (half of a tool call's events).
 _NOTHING_TO_RECORD: frozenset[type] = frozenset(
     {AgentStart, AgentEnd, TurnStart, MessageStart, MessageUpdate, ToolExecutionUpdate}
+)
+
+
+#: The kinds ``_AttemptTurn.emit`` records something for (the complement of
+#: ``_NOTHING_TO_RECORD``): the run's ``needed_kinds`` always holds them.
+RECORDED_KINDS: frozenset[str] = frozenset(
+    {"message_end", "turn_end", "tool_execution_start", "tool_execution_end"}
 )
 
 

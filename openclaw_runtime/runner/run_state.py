@@ -29,7 +29,7 @@ from ..failover.events import redact_secret_text
 from ..llm import Model, ThinkingLevel
 from ..prompt.plan import RunPrompt
 from ..redaction import package_logger, redact_event
-from .attempt import AttemptOutcome
+from .attempt import RECORDED_KINDS, AttemptOutcome
 from .attempt_input import AttemptInputPlan, plan_attempt_input
 from .auth_controller import AuthController, AuthProfilesUnavailableError
 from .checkin import flush_session, session_flush_error
@@ -125,6 +125,10 @@ class RunState:
             if self.observes
             else wanted_event_kinds(() if on_event is None else (on_event,))
         )
+        #: what the kernel must build and emit (``agent.loop.EventGate``): what the attempt
+        #: records, the reply observer reads and a listener wants — every kind while a plugin
+        #: fault waits to be reported (any event reports it: ``emit``)
+        self.needed_kinds: frozenset[str] = self._listened_kinds()
         #: where fire-and-forget work of the run starts (``task_group_body``)
         self.task_group: anyio.abc.TaskGroup | DeferredTasks | None = None
         self.fallback_configured = False
@@ -156,11 +160,19 @@ class RunState:
 
     # events -------------------------------------------------------------------------------
 
+    def _listened_kinds(self) -> frozenset[str]:
+        """``needed_kinds`` with no fault waiting (computed at the run's start)."""
+        wanted = self.wanted_kinds
+        if wanted is ALL_EVENT_KINDS:
+            return ALL_EVENT_KINDS
+        return RECORDED_KINDS | self.reply_observer.observed_kinds | wanted
+
     def _on_plugin_fault(self, fault: PluginFault) -> None:
         self.faults.append(fault)
         if self._unreported is None:
             self._unreported = []
         self._unreported.append(fault)
+        self.needed_kinds = ALL_EVENT_KINDS  # the next event, whatever it is, reports it
 
     def classify(self, signal: FailoverSignal) -> FailoverClassification | None:
         """Classify through the runtime's ``classify_failover`` plugin chain (faults are
@@ -185,6 +197,8 @@ class RunState:
                     )
         finally:
             self._reporting = False
+            if not self._unreported:
+                self.needed_kinds = self._listened_kinds()
 
     def wants(self, kind: str) -> bool:
         """Does a listener want events of ``kind``? (Else the runner need not build one.)"""
