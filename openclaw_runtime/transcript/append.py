@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from .._exceptions import TranscriptError
 from .._files import TornAppend
 from ..messages import WireModel
-from .entries import generate_entry_id, iso_timestamp
+from .entries import generate_entry_id, iso_timestamp, iso_timestamp_now
 from .flush_files import FlushFiles, next_flush_tick, worth_keeping
 from .jsonl import (
     SESSION_LOCK_SUFFIX,
@@ -34,7 +34,7 @@ from .jsonl import (
     session_lock_at,
     take_session_lock,
 )
-from .load import ExternalChanges, load_session_file
+from .load import ExternalChanges, load_session_file, utc_now
 from .reader import SessionReader
 from .repair import repair_assistant_entry, repair_user_entry
 from .tree import SessionTree
@@ -59,7 +59,7 @@ class SessionWriter(SessionReader):
             # dict holding JSON values only (stores may rely on it); only an assistant or a
             # user message can need the loader's repair (``_loadable_message``)
             wire = message.to_dict()
-            if type(wire) is not dict or wire.get("role") in _REPAIRED_ROLES:
+            if type(wire) is not dict or _may_need_repair(wire):
                 wire = _loadable_message(wire)
             return await self._append("message", {"message": wire}, append_mode, json_values=True)
         # a caller's wire dict or another model's ``to_dict`` may hold anything
@@ -252,11 +252,13 @@ class SessionWriter(SessionReader):
     ) -> dict[str, Any]:
         tree = view or self._tree
         parent_id = tree.append_parent_id if parent == "append" else parent
+        now = self._now
         entry: dict[str, Any] = {
             "type": kind,
             "id": generate_entry_id(tree.by_id),
             "parentId": parent_id,
-            "timestamp": iso_timestamp(self._now()),
+            # the default clock's reading without a ``datetime`` (the same text)
+            "timestamp": iso_timestamp_now() if now is utc_now else iso_timestamp(now()),
             **payload,
         }
         if append_mode is not None:
@@ -470,8 +472,15 @@ class SessionWriter(SessionReader):
 
 
 _WIRE_TO_DICT = WireModel.to_dict
-#: the roles ``_loadable_message`` may repair
-_REPAIRED_ROLES = ("assistant", "user")
+
+
+def _may_need_repair(wire: dict[str, Any]) -> bool:
+    """Whether ``_loadable_message`` could change a message dict: a user message, or an
+    assistant error turn (``repair_assistant_entry`` leaves every other assistant alone)."""
+    role = wire.get("role")
+    if role == "assistant":
+        return wire.get("stopReason") == "error"
+    return role == "user"
 
 
 def _is_finite_positive(value: Any) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "generate_entry_id",
     "is_side_append",
     "iso_timestamp",
+    "iso_timestamp_now",
     "iso_timestamp_slow",
     "leaf_id_update_after_entry",
     "make_header",
@@ -98,6 +100,24 @@ def iso_timestamp(now: datetime | None = None) -> str:
 _last_second: list[tuple[Any, str]] = [(None, "")]
 
 
+def iso_timestamp_now(ns: int | None = None) -> str:
+    """``iso_timestamp(datetime.now(UTC))`` without the ``datetime``: read from
+    ``time.time_ns()`` (``ns``: that reading, for tests), the system clock ``datetime.now``
+    reads, its milliseconds floored as ``datetime.now`` floors its microseconds. The text up
+    to the second is kept for the last second seen, as ``iso_timestamp`` keeps it."""
+    if ns is None:
+        ns = time.time_ns()
+    seconds = ns // 1_000_000_000
+    last, prefix = _last_epoch_second[0]  # one tuple read: second and text belong together
+    if last != seconds:
+        prefix = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None).isoformat()
+        _last_epoch_second[0] = (seconds, prefix)  # racing threads at worst format it twice
+    return f"{prefix}.{ns // 1_000_000 % 1000:03d}Z"
+
+
+_last_epoch_second: list[tuple[int | None, str]] = [(None, "")]
+
+
 def iso_timestamp_slow(now: datetime | None = None) -> str:
     """What ``iso_timestamp`` gives, formatted in full every call (its reference in tests)."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
@@ -156,7 +176,10 @@ def generate_entry_id(taken: Mapping[str, Any] | set[str]) -> str:
     collisions). After 100 collisions a full 32-character id is used, as OpenClaw falls back
     to the full uuid.
     """
-    for _ in range(_ID_ATTEMPTS):
+    candidate = os.urandom(4).hex()  # the first draw (nearly always taken) outside the loop
+    if candidate not in taken:
+        return candidate
+    for _ in range(_ID_ATTEMPTS - 1):
         candidate = os.urandom(4).hex()
         if candidate not in taken:
             return candidate
