@@ -13,6 +13,8 @@ import json
 import math
 import random
 import time
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -336,6 +338,15 @@ class _Int(int):
     pass
 
 
+class _Sticky(float):
+    """A float whose sums stay of its type (plain subclasses add up to exact floats)."""
+
+    def __add__(self, other: object) -> _Sticky:
+        return _Sticky(float(self) + other)  # type: ignore[arg-type]
+
+    __radd__ = __add__
+
+
 def _random_number(rng: random.Random) -> Any:
     return rng.choice(
         [
@@ -354,6 +365,9 @@ def _random_number(rng: random.Random) -> Any:
             "3",
             _Float(1.5),
             _Int(2),
+            _Sticky(0.5),
+            Fraction(1, 3),
+            Decimal(2),
         ]
     )
 
