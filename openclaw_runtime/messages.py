@@ -15,7 +15,7 @@ appends to its blocks in place, so a streamed delta costs an attribute write, no
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -46,6 +46,7 @@ __all__ = [
     "ToolResultMessage",
     "Usage",
     "UserMessage",
+    "built_unvalidated",
     "dump_message",
     "dump_messages",
     "load_message",
@@ -100,6 +101,26 @@ class WireModel(BaseModel):
     def to_json(self) -> str:
         """Compact JSON in OpenClaw's wire format."""
         return self.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+_W = TypeVar("_W", bound=WireModel)
+_set_slot = object.__setattr__
+
+
+def built_unvalidated(cls: type[_W], values: dict[str, Any], fields_set: set[str]) -> _W:
+    """What ``cls(**given)`` makes, from values the runtime made itself, without validating.
+
+    Only for values already of the fields' exact types, where validation would return them
+    unchanged: ``values`` holds every field in declaration order, ``fields_set`` the given
+    names and ``cls._always_written``. Pydantic's ``model_construct`` is Python code, slower
+    than validation; this is the four slot writes it ends with.
+    """
+    model = object.__new__(cls)
+    _set_slot(model, "__dict__", values)
+    _set_slot(model, "__pydantic_fields_set__", fields_set)
+    _set_slot(model, "__pydantic_extra__", {})
+    _set_slot(model, "__pydantic_private__", None)
+    return model
 
 
 # --------------------------------------------------------------------------- content blocks

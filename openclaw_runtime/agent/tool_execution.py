@@ -25,7 +25,16 @@ from ..events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from ..messages import AssistantMessage, ToolCall, ToolResultMessage
+from ..messages import (
+    AssistantMessage,
+    ContentBlock,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    built_unvalidated,
+    now_ms,
+)
 from .interruption import error_text
 from .tools import (
     AgentTool,
@@ -292,20 +301,66 @@ class _Batch:
         )
 
     async def result_message(self, done: _Finalized) -> ToolResultMessage:
-        fields: dict[str, Any] = {
-            "tool_call_id": done.tool_call.id,
-            "tool_name": done.tool_call.name,
-            "content": done.result.content,
-            "is_error": done.is_error,
-        }
-        if done.result.details is not None:
-            fields["details"] = done.result.details
-        message = ToolResultMessage(**fields)
+        message = _own_result_message(done) or _validated_result_message(done)
         wants = self.wants
         if wants is None or wants("message_start"):
             await self.emit(MessageStart(message))
         await self.emit(MessageEnd(message))
         return message
+
+
+#: The blocks a tool result is made of, with the tag validation would route each to itself.
+_OWN_BLOCK_TAGS: dict[type, str] = {TextContent: "text", ImageContent: "image"}
+_RESULT_SET = frozenset(ToolResultMessage._always_written)
+_RESULT_SET_DETAILS = _RESULT_SET | {"details"}
+
+
+def _validated_result_message(done: _Finalized) -> ToolResultMessage:
+    fields: dict[str, Any] = {
+        "tool_call_id": done.tool_call.id,
+        "tool_name": done.tool_call.name,
+        "content": done.result.content,
+        "is_error": done.is_error,
+    }
+    if done.result.details is not None:
+        fields["details"] = done.result.details
+    return ToolResultMessage(**fields)
+
+
+def _own_result_message(done: _Finalized) -> ToolResultMessage | None:
+    """``_validated_result_message(done)`` without validation, or None where it could differ.
+
+    Validation would return every field here unchanged (a new list of the same block
+    objects) when the ids are exact ``str``, the flag an exact ``bool`` and the content a
+    ``list`` of exact text or image blocks tagged as their class; anything else (a tool's
+    own ``AgentToolResult`` may hold dicts or subclasses) is validated as before.
+    """
+    call = done.tool_call
+    call_id, name, is_error = call.id, call.name, done.is_error
+    content = done.result.content
+    if type(call_id) is not str or type(name) is not str or type(is_error) is not bool:
+        return None
+    if type(content) is not list:
+        return None
+    blocks: list[ContentBlock] = []
+    for block in content:
+        own = _OWN_BLOCK_TAGS.get(type(block))
+        tag = getattr(block, "type", None)
+        if own is None or type(tag) is not str or tag != own:
+            return None
+        blocks.append(block)
+    details = done.result.details
+    values = {
+        "role": "toolResult",
+        "tool_call_id": call_id,
+        "tool_name": name,
+        "content": blocks,
+        "details": details,
+        "is_error": is_error,
+        "timestamp": now_ms(),  # the field's default factory
+    }
+    fields_set = set(_RESULT_SET if details is None else _RESULT_SET_DETAILS)
+    return built_unvalidated(ToolResultMessage, values, fields_set)
 
 
 def _aborted() -> tuple[AgentToolResult, bool]:

@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, create_model
 from .._json import MAX_UNTRUSTED_JSON_DEPTH, json_depth_exceeds, loads_untrusted
 from ..abort import AbortSignal
 from ..llm import Tool
-from ..messages import ContentBlock, ImageContent, TextContent, ToolCall
+from ..messages import ContentBlock, ImageContent, TextContent, ToolCall, built_unvalidated
 from ..redaction import redact, redact_data
 from .flat_args import flat_valid_copy
 
@@ -130,12 +130,21 @@ def redact_tool_result(result: AgentToolResult) -> AgentToolResult:
     return AgentToolResult(content=content, details=details, terminate=result.terminate)
 
 
+def _text_block(text: str) -> TextContent:
+    """``TextContent(text=text)`` for an exact ``str``, built without validating it again."""
+    return built_unvalidated(
+        TextContent, {"type": "text", "text": text, "text_signature": None}, {"type", "text"}
+    )
+
+
 def coerce_tool_result(value: Any) -> AgentToolResult:
     """Normalize what a tool returned into an ``AgentToolResult``."""
     if isinstance(value, AgentToolResult):
         return value
     if value is None:
         return AgentToolResult(content=[], details=None)
+    if type(value) is str:  # the usual return: validating a ``str`` as ``str`` changes nothing
+        return AgentToolResult(content=[_text_block(value)])
     if isinstance(value, str):
         return AgentToolResult(content=[TextContent(text=value)])
     if isinstance(value, TextContent | ImageContent):

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import AssistantMessage, Cost, Usage
+from ..messages import AssistantMessage, Cost, Usage, built_unvalidated
 
 __all__ = [
     "UsageAccumulator",
@@ -23,6 +23,38 @@ def _number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return value
+
+
+_EXACT_NUMBERS = frozenset({int, float})
+_COST_SET = frozenset(Cost._always_written)
+
+
+def _summed_cost(total: Cost, cost: Cost) -> Cost:
+    """A new ``Cost``: ``total`` plus ``cost``'s numbers (non-numbers count as 0).
+
+    Sums of exact ``int`` / ``float`` are what validating them as ``int | float`` returns
+    unchanged, so that ``Cost`` is built without validation; any other sum (a subclass
+    someone set on a ``Cost``) is validated as before.
+    """
+    parts: tuple[float, ...] = (
+        cost.input,
+        cost.output,
+        cost.cache_read,
+        cost.cache_write,
+        cost.total,
+    )
+    if not _EXACT_NUMBERS.issuperset(map(type, parts)):  # ``_number`` keeps exact ones
+        parts = tuple(map(_number, parts))
+    values = {
+        "input": total.input + parts[0],
+        "output": total.output + parts[1],
+        "cache_read": total.cache_read + parts[2],
+        "cache_write": total.cache_write + parts[3],
+        "total": total.total + parts[4],
+    }
+    if _EXACT_NUMBERS.issuperset(map(type, values.values())):
+        return built_unvalidated(Cost, values, set(_COST_SET))
+    return Cost(**values)
 
 
 @dataclass
@@ -62,13 +94,7 @@ class UsageAccumulator:
         self.total_tokens += usage.total_tokens or (
             usage.input + usage.output + usage.cache_read + usage.cache_write
         )
-        self.cost = Cost(
-            input=self.cost.input + _number(usage.cost.input),
-            output=self.cost.output + _number(usage.cost.output),
-            cache_read=self.cost.cache_read + _number(usage.cost.cache_read),
-            cache_write=self.cost.cache_write + _number(usage.cost.cache_write),
-            total=self.cost.total + _number(usage.cost.total),
-        )
+        self.cost = _summed_cost(self.cost, usage.cost)
         self.calls += 1
         self.last_call = usage
 
