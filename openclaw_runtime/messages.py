@@ -46,7 +46,6 @@ __all__ = [
     "ToolResultMessage",
     "Usage",
     "UserMessage",
-    "built_unvalidated",
     "dump_message",
     "dump_messages",
     "load_message",
@@ -109,6 +108,7 @@ _set_slot = object.__setattr__
 
 def built_unvalidated(cls: type[_W], values: dict[str, Any], fields_set: set[str]) -> _W:
     """What ``cls(**given)`` makes, from values the runtime made itself, without validating.
+    Internal (not in ``__all__``): a caller's values must go through validation.
 
     Only for values already of the fields' exact types, where validation would return them
     unchanged: ``values`` holds every field in declaration order, ``fields_set`` the given
