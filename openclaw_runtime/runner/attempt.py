@@ -676,10 +676,10 @@ _NOTHING_TO_RECORD: frozenset[type] = frozenset(
 )
 
 
-#: The kinds ``_AttemptTurn.emit`` records something for (the complement of
-#: ``_NOTHING_TO_RECORD``): the run's ``needed_kinds`` always holds them.
+#: The kinds ``_AttemptTurn.emit`` records something for (the classes it dispatches on, the
+#: complement of ``_NOTHING_TO_RECORD``): the run's ``needed_kinds`` always holds them.
 RECORDED_KINDS: frozenset[str] = frozenset(
-    {"message_end", "turn_end", "tool_execution_start", "tool_execution_end"}
+    event.type for event in (MessageEnd, TurnEnd, ToolExecutionStart, ToolExecutionEnd)
 )
 
 
