@@ -20,7 +20,6 @@ the numbers from ``guard.last_signal.request`` (or from the ``on_mid_turn_preche
 from __future__ import annotations
 
 import inspect
-import itertools
 import json
 import math
 import operator
@@ -417,7 +416,9 @@ class ProjectionMemo:
         last, self._last = self._last, None
         if last is not None:
             inputs, outputs, limit = last
-            kept = len(list(itertools.takewhile(wanted.__contains__, map(id, inputs))))
+            kept = next(
+                (n for n, message in enumerate(inputs) if id(message) not in wanted), len(inputs)
+            )
             if kept:
                 self._last = (inputs[:kept], outputs[:kept], limit)
 
