@@ -3,6 +3,8 @@
 * ``iso_timestamp_now`` (the default clock's stamp read from ``time.time_ns``, no
   ``datetime``) against ``iso_timestamp_slow`` of the same instant, over random and edge
   readings in order and out of order; the clock it reads is the one ``datetime.now`` reads;
+  ``iso_timestamp()`` is that stamp, and a session's ``clock_stamp`` uses it only for the
+  default clock (an injected clock's reading is what stamps its entries);
 * ``generate_entry_id`` (its first draw outside the loop) against its previous body over
   every number of collisions, with the same draws;
 * ``append_message``'s repair check (``_may_need_repair``) never skips a message that
@@ -28,8 +30,10 @@ from openclaw_runtime.transcript.entries import (
     iso_timestamp_now,
     iso_timestamp_slow,
 )
+from openclaw_runtime.transcript.load import clock_stamp, utc_now
 from openclaw_runtime.transcript.memory import MemorySessionStore
 from openclaw_runtime.transcript.repair import STREAM_ERROR_FALLBACK_TEXT
+from openclaw_runtime.transcript.store import JsonlSessionStore
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: readings up to the last instant of year 9999
@@ -93,6 +97,34 @@ async def test_a_default_clock_session_stamps_with_the_clock() -> None:
         after = iso_timestamp_slow(datetime.now(UTC))
         stamp = session._tree.by_id[entry_id]["timestamp"]
         assert before <= stamp <= after
+
+
+def test_the_default_clock_stamps_without_a_datetime_and_others_are_read() -> None:
+    assert clock_stamp(utc_now) is iso_timestamp_now
+    fixed = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    assert clock_stamp(lambda: fixed)() == "2031-05-06T07:08:09.123Z"
+    before = iso_timestamp_slow(datetime.now(UTC))
+    assert before <= iso_timestamp() <= iso_timestamp_slow(datetime.now(UTC))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+async def test_an_injected_clock_stamps_every_entry(durable: bool, tmp_path: Any) -> None:
+    readings = iter(
+        datetime(2030, 1, 1, tzinfo=UTC) + timedelta(seconds=n, milliseconds=n) for n in range(99)
+    )
+    clock = lambda: next(readings)  # noqa: E731
+    store: Any = (
+        JsonlSessionStore(tmp_path, now=clock) if durable else MemorySessionStore(now=clock)
+    )
+    session = await store.create("s", cwd="/w")
+    ids = [await session.append_custom_entry("n", {"n": n}) for n in range(3)]
+    stamps = [session._tree.by_id[entry_id]["timestamp"] for entry_id in ids]
+    assert stamps == [
+        "2030-01-01T00:00:01.001Z",  # reading 0 stamped the header
+        "2030-01-01T00:00:02.002Z",
+        "2030-01-01T00:00:03.003Z",
+    ]
 
 
 def _old_generate_entry_id(taken: Mapping[str, Any] | set[str]) -> str:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from .._exceptions import TranscriptError
 from .._files import TornAppend
 from ..messages import WireModel
-from .entries import generate_entry_id, iso_timestamp, iso_timestamp_now
+from .entries import generate_entry_id
 from .flush_files import FlushFiles, next_flush_tick, worth_keeping
 from .jsonl import (
     SESSION_LOCK_SUFFIX,
@@ -34,7 +34,7 @@ from .jsonl import (
     session_lock_at,
     take_session_lock,
 )
-from .load import ExternalChanges, load_session_file, utc_now
+from .load import ExternalChanges, load_session_file
 from .reader import SessionReader
 from .repair import repair_assistant_entry, repair_user_entry
 from .tree import SessionTree
@@ -252,13 +252,11 @@ class SessionWriter(SessionReader):
     ) -> dict[str, Any]:
         tree = view or self._tree
         parent_id = tree.append_parent_id if parent == "append" else parent
-        now = self._now
         entry: dict[str, Any] = {
             "type": kind,
             "id": generate_entry_id(tree.by_id),
             "parentId": parent_id,
-            # the default clock's reading without a ``datetime`` (the same text)
-            "timestamp": iso_timestamp_now() if now is utc_now else iso_timestamp(now()),
+            "timestamp": self._stamp(),
             **payload,
         }
         if append_mode is not None:

@@ -23,7 +23,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._exceptions import TranscriptError
@@ -82,39 +82,41 @@ class SessionPathError(TranscriptError):
 def iso_timestamp(now: datetime | None = None) -> str:
     """``2026-01-01T00:00:00.000Z`` — the timestamp format JavaScript's ``toISOString`` writes.
 
-    Every appended entry is stamped, so the text up to the second is kept for the last second
-    seen (one slot: consecutive appends fall in the same second) and only the milliseconds
-    are formatted per call; ``iso_timestamp_slow`` is the plain formatting it must equal.
+    ``now`` ``None``: the system clock, read as ``datetime.now(UTC)`` reads it but without the
+    ``datetime`` (:func:`iso_timestamp_now`): every appended entry under the default clock is
+    stamped this way. Either way the text up to the second is kept for the last second seen
+    (one slot: consecutive appends fall in the same second) and only the milliseconds are
+    formatted per call; ``iso_timestamp_slow`` is the plain formatting it must equal.
     """
-    moment = now or datetime.now(UTC)
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    key = (moment.second, moment.minute, moment.hour, moment.day, moment.month, moment.year)
-    last_key, prefix = _last_second[0]  # one tuple read: key and text always belong together
-    if last_key != key:
-        prefix = moment.replace(microsecond=0, tzinfo=None).isoformat()
-        _last_second[0] = (key, prefix)  # racing threads at worst format it twice
-    return f"{prefix}.{moment.microsecond // 1000:03d}Z"
-
-
-_last_second: list[tuple[Any, str]] = [(None, "")]
+    if now is None:
+        return iso_timestamp_now()
+    moment = now if now.tzinfo is UTC else now.astimezone(UTC)
+    # whole seconds since the epoch, exactly (no float: a year-9999 reading would round)
+    seconds = (moment.replace(microsecond=0, tzinfo=None) - _EPOCH) // _ONE_SECOND
+    return _stamp(seconds, moment.microsecond // 1000)
 
 
 def iso_timestamp_now(ns: int | None = None) -> str:
-    """``iso_timestamp(datetime.now(UTC))`` without the ``datetime``: read from
-    ``time.time_ns()`` (``ns``: that reading, for tests), the system clock ``datetime.now``
-    reads, its milliseconds floored as ``datetime.now`` floors its microseconds. The text up
-    to the second is kept for the last second seen, as ``iso_timestamp`` keeps it."""
+    """The default clock's stamp: ``time.time_ns()`` (``ns``: that reading, for tests), the
+    system clock ``datetime.now`` reads, its milliseconds floored as ``datetime.now`` floors
+    its microseconds."""
     if ns is None:
         ns = time.time_ns()
-    seconds = ns // 1_000_000_000
+    return _stamp(ns // 1_000_000_000, ns // 1_000_000 % 1000)
+
+
+def _stamp(seconds: int, millis: int) -> str:
+    """The stamp of ``millis`` into the epoch second ``seconds``, its text up to the second
+    kept for the last second seen."""
     last, prefix = _last_epoch_second[0]  # one tuple read: second and text belong together
     if last != seconds:
-        prefix = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None).isoformat()
+        prefix = (_EPOCH + timedelta(seconds=seconds)).isoformat()
         _last_epoch_second[0] = (seconds, prefix)  # racing threads at worst format it twice
-    return f"{prefix}.{ns // 1_000_000 % 1000:03d}Z"
+    return f"{prefix}.{millis:03d}Z"
 
 
+_EPOCH = datetime(1970, 1, 1)
+_ONE_SECOND = timedelta(seconds=1)
 _last_epoch_second: list[tuple[int | None, str]] = [(None, "")]
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._exceptions import TranscriptError
 from .clean_head import KnownHead, clean_entries, found_head, proven_head
-from .entries import iso_timestamp
+from .entries import iso_timestamp, iso_timestamp_now
 from .header import salvage_session_header
 from .jsonl import atomic_write, keep_invalid_lines, parse_session_bytes, session_lock
 from .repair import RepairReport, plan_session_repair, report_for, write_backup, write_repair
@@ -36,6 +36,7 @@ __all__ = [
     "Clock",
     "ExternalChanges",
     "bulk_allocation",
+    "clock_stamp",
     "load_session_file",
     "parse_appended",
     "promotes_bulk",
@@ -48,6 +49,16 @@ Clock = Callable[[], datetime]
 def utc_now() -> datetime:
     """The default clock of session managers."""
     return datetime.now(UTC)
+
+
+def clock_stamp(clock: Clock) -> Callable[[], str]:
+    """What stamps a session's entries under ``clock``: the default clock's stamp is read
+    from the system clock without a ``datetime`` (``iso_timestamp_now``, what
+    ``iso_timestamp()`` reads), another clock's reading is formatted (the same text for the
+    same instant)."""
+    if clock is utc_now:
+        return iso_timestamp_now
+    return lambda: iso_timestamp(clock())
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from .load import (
     Clock,
     ExternalChanges,
     bulk_allocation,
+    clock_stamp,
     load_session_file,
     parse_appended,
     utc_now,
@@ -92,6 +93,7 @@ class SessionReader:
         self.repair_report = repair_report or _NOT_REPAIRED
         self._tree = tree
         self._now = now or utc_now
+        self._stamp = clock_stamp(self._now)  # each new entry's timestamp text
         self._warn = warn
         self._file_state = file_state  # (inode, size) after our last read or write
         self._pending: list[bytes] = []
