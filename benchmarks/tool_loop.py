@@ -21,7 +21,10 @@ floor``: hot caches, its least), and with ``--mode both`` also **in place** (``m
 floor``: a memory-mode runtime whose every session flush does that work, so ``(memory +
 floor) − memory`` is the floor as a real run pays it, cold caches and all). Both are printed
 next to ``durable − memory``: how far the durable mode's extra cost is from the least it
-could be.
+could be. Last, the cost of creating the fresh run's five files and removing two of them is
+measured in the folders the durable side uses, and ``durable − memory`` is printed again
+without it: on this project's machines one creation costs from 20 to 700 µs depending on the
+folder, which swings the durable side's K = 1 figure by milliseconds between processes.
 
 A third side, the **kernel floor**, runs the same loop on the bare kernel
 (``agent.loop.run_agent_loop``: the same stream function, the same tool, no session, no
@@ -183,6 +186,37 @@ def durable_floor(directory: Path, lines: tuple[bytes, bytes]) -> Any:
     return turn_end, close
 
 
+#: where a fresh durable run creates files today, under its state dir: (created, removed)
+#: the session lane's lock file (kept) and record (removed at the end), the session file and
+#: its write lock (kept), the live run's owner file (removed at the end)
+FRESH_RUN_FILES = {"lanes": (2, 1), "sessions": (2, 0), "subagents/live": (1, 1)}
+CREATIONS = 100
+
+
+def creation_cost(state_dir: Path) -> float:
+    """Median process CPU of the file creations and removals a fresh durable run makes, in
+    the folders it makes them in under ``state_dir`` (probes: ``O_CREAT | O_EXCL`` then
+    ``close`` of new files nobody reads, then their ``unlink``), in seconds. On one file system the
+    cost depends on the folder (seen on this project's machines: 20 µs per creation in one
+    new folder, 700 µs in the next, on the same ext4 file system), so it is measured where
+    the run writes."""
+    total = 0.0
+    for folder, (created, removed) in FRESH_RUN_FILES.items():
+        directory = state_dir / folder
+        probes = [directory / f".creation-probe-{n}" for n in range(CREATIONS)]
+        creations, removals = [], []
+        for probe in probes:  # new files, kept meanwhile, as a run's new files are
+            cpu = time.process_time()
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            creations.append(time.process_time() - cpu)
+        for probe in probes:
+            cpu = time.process_time()
+            probe.unlink()
+            removals.append(time.process_time() - cpu)
+        total += created * statistics.median(creations) + removed * statistics.median(removals)
+    return total
+
+
 def floor_in_place(runtime: Any, turn_end: Any) -> Any:
     """A side running memory-mode ``runtime`` with ``turn_end`` done at every session flush
     (memory mode's own flush does nothing): the file floor paid inside a real run."""
@@ -287,6 +321,8 @@ async def amain(args: argparse.Namespace) -> None:
             await runtime.aclose()
         if close_floor is not None:
             close_floor()
+        # the fresh run's file creations, in the first K's durable state dir
+        creation = creation_cost(Path(name) / f"durable-k{ks[0]}") if "durable" in modes else None
     load = os.getloadavg()
     print(
         f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
@@ -332,6 +368,30 @@ async def amain(args: argparse.Namespace) -> None:
             for side, _ in sides:
                 extra = (med[(side, high)] - med[(side, low)]) / (high - low) * 1e6
                 print(f"    {side:12s} K {low}→{high}: {extra:,.0f} µs")
+    if creation is not None:
+        durable_cpu = {
+            key[1]: statistics.median(xs)
+            for key, xs in cpu_samples.items()
+            if key[0] == "ours durable"
+        }
+        memory_cpu = {
+            key[1]: statistics.median(xs)
+            for key, xs in cpu_samples.items()
+            if key[0] == "ours memory"
+        }
+        print(
+            "  a fresh run's 5 file creations and 2 removals where it makes them (process "
+            f"CPU, medians of {CREATIONS} per folder): {creation * 1e6:,.1f} µs per run (the "
+            "least a durable session can create is its own file)"
+        )
+        if memory_cpu:
+            files = creation
+            print(
+                "  durable − memory − those file operations (process CPU, µs per tool call): "
+                + ", ".join(
+                    f"K={k} {(durable_cpu[k] - memory_cpu[k] - files) / k * 1e6:,.1f}" for k in ks
+                )
+            )
 
 
 def main() -> None:
