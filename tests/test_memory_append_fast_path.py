@@ -176,3 +176,32 @@ def test_the_lowercased_scan_finds_everything_the_six_hints_found() -> None:
         old_line = orjson.dumps(redact_data(orjson.loads(line))) if _old_gate(line) else line
         assert encode_record(orjson.loads(line)) == old_line + b"\n", text
     assert contains_secret(b"an ordinary line with no hint " * 10) is False
+
+
+@pytest.mark.anyio
+async def test_a_memory_session_refuses_to_buffer_what_no_flush_would_write() -> None:
+    # durability "none" buffers lines until a flush; a memory session's flush writes nothing,
+    # so the lines would reach neither the store nor any other handle: refused, nothing lost
+    store = MemorySessionStore()
+    session = await store.create("s", cwd="/w")
+    with pytest.raises(ValueError, match="memory session publishes every append at once"):
+        session.durability = "none"
+    with pytest.raises(ValueError, match="got 'sometimes'"):
+        session.durability = "sometimes"  # type: ignore[assignment]
+    session.durability = "fsync"  # nothing to sync: accepted, appends stay published at once
+    assert session.durability == "flush"
+    first = await session.append_custom_entry("n", {"n": 1})
+    other = await store.open("s")
+    assert [entry["id"] for entry in other.get_entries()] == [first]
+    async with anyio.create_task_group() as tg:  # the locked path too (the lock held)
+        await session._write_lock.acquire()
+        ids: list[str] = []
+
+        async def append() -> None:
+            ids.append(await session.append_custom_entry("n", {"n": 2}))
+
+        tg.start_soon(append)
+        await checkpoint()
+        session._write_lock.release()
+    await other.refresh()
+    assert [entry["id"] for entry in other.get_entries()] == [first, *ids]

@@ -41,7 +41,7 @@ from typing import Any
 from .._exceptions import TranscriptError
 from ..redaction import SecretMatchers, secret_matchers
 from .entries import iso_timestamp, make_header
-from .jsonl import encode_record, finish_line, parse_session_bytes, unscanned_line
+from .jsonl import Durability, encode_record, finish_line, parse_session_bytes, unscanned_line
 from .load import ExternalChanges, bulk_allocation, parse_appended, utc_now
 from .repair import plan_session_repair
 from .rewrite import SessionRewriter, checked_rewrite_records
@@ -151,6 +151,23 @@ class MemorySession(SessionRewriter):
         )
         self._stored = stored
 
+    @property
+    def durability(self) -> Durability:
+        """Always ``"flush"``: every append is published to the store as it returns."""
+        return "flush"
+
+    @durability.setter
+    def durability(self, value: Durability) -> None:
+        # "none" would buffer lines until a flush, and a memory session's flush has nothing
+        # to write them to: refused rather than lost
+        if value == "none":
+            raise ValueError(
+                f"session {self.session_id}: a memory session publishes every append at once; "
+                "durability 'none' (buffer until flush) does not apply"
+            )
+        if value not in ("flush", "fsync"):
+            raise ValueError(f"durability must be one of none, flush, fsync, got {value!r}")
+
     def _read_external_changes(self) -> ExternalChanges:
         """What other handles did since our last read or write: the appended lines, or the
         whole tree after a rewrite."""
@@ -194,8 +211,6 @@ class MemorySession(SessionRewriter):
         parent: str | None,
         json_values: bool = False,
     ) -> str:
-        if self.durability == "none":
-            return self._buffer(kind, payload, append_mode, parent)
         return self._append_now(kind, payload, append_mode, parent, json_values)
 
     async def _append_durably(
