@@ -214,3 +214,33 @@ class TestMachineWideFileLanesContract(LaneBackendContract):
     @pytest.fixture
     def lane_backend(self, tmp_path):
         return FileLanes(tmp_path / "lanes", global_cap_scope="machine")
+
+
+@pytest.mark.parametrize("fails_after_create", [False, True])
+async def test_a_failed_claim_raises_its_own_error_not_the_withdrawals(
+    tmp_path, caplog, fails_after_create
+):
+    # disk full at the claim: before anything existed (the lanes folder never made, so the
+    # withdrawal cannot open the lock file either) or after the record was written (the
+    # withdrawal removes it). Either way the caller sees the claim's error, and no record
+    # is left behind.
+    lanes = FileLanes(tmp_path / "lanes")
+    real_step = lanes.store.step
+
+    def failing_step(*args, **kwargs):
+        if fails_after_create:
+            real_step(*args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    lanes.store.step = failing_step
+    with caplog.at_level("WARNING"), pytest.raises(OSError) as caught:
+        async with lanes.hold("session:s", capacity=1, timeout_s=60):
+            raise AssertionError("the block must not run")
+    assert caught.value.errno == 28 and caught.value.__context__ is None
+    withdrawn = [r.getMessage() for r in caplog.records if "could not withdraw" in r.getMessage()]
+    assert len(withdrawn) == (0 if fails_after_create else 1)
+    folder = tmp_path / "lanes"
+    assert not folder.exists() or not [p for p in folder.iterdir() if p.suffix == ".json"]
+    lanes.store.step = real_step  # the lane is free again for a claim that works
+    async with lanes.hold("session:s", capacity=1, timeout_s=60) as lease:
+        assert lease.lane == "session:s"

@@ -536,7 +536,17 @@ class FileLanes:
                 await anyio.sleep(delay)
                 delay = min(delay * 1.5, _POLL_MAX_S)
                 step = None
-        except BaseException:
+        except BaseException as exc:
             with anyio.CancelScope(shield=True):
-                await self._release(lane, claimant.id)
+                try:
+                    await self._release(lane, claimant.id)
+                except OSError as error:
+                    # e.g. the claim failed before its record or lock file existed (disk
+                    # full, folder gone): the claim's own error is what the caller sees
+                    logger.warning(
+                        "lane %r: could not withdraw the claim after %s: %s",
+                        lane,
+                        type(exc).__name__,
+                        error,
+                    )
             raise
