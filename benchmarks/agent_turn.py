@@ -29,7 +29,11 @@ in the same run (no timed assertions anywhere):
    sessions need (``file_creation_floor``: the three files a fresh session leaves, and every
    file operation of a fresh run), measured in every round on the same disk.
    The peer: pydantic-ai's ``Agent.run`` on the same 1,000 concurrent turns (``FunctionModel``
-   sleeping the same 10 ms, async), with the time every side spends in the cyclic GC.
+   sleeping the same 10 ms, async), with the time every side spends in the cyclic GC. Last,
+   memory: one more, untimed batch of each side under ``tracemalloc`` whose model calls are
+   held until all 1,000 runs wait on one (``in_flight_bytes``): what each run keeps in
+   flight, and the ratio ours ÷ pydantic-ai. (A batch's peak would depend on how many runs
+   overlap, which depends on how fast they are.)
 
 Every side is validated once, untimed, before it is measured (ours: one attempt, ``ok``,
 the expected messages), so a retry or a failure cannot pass for speed.
@@ -60,6 +64,7 @@ import pstats
 import statistics
 import tempfile
 import time
+import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -177,11 +182,62 @@ def set_answer_chars(chars: int) -> None:
     ANSWER = _assistant(TextContent(text=ANSWER_TEXT), stop="stop")
 
 
+@dataclass
+class _Census:
+    """Holds every model call of a batch (``sleeping_stream`` and pydantic-ai's sleeping
+    function wait on ``release`` instead of sleeping) until all ``runs`` are in flight."""
+
+    runs: int
+    all_in: anyio.Event = field(default_factory=anyio.Event)
+    release: anyio.Event = field(default_factory=anyio.Event)
+    arrived: int = 0
+
+    async def hold(self) -> None:
+        self.arrived += 1
+        if self.arrived == self.runs:
+            self.all_in.set()
+        await self.release.wait()
+
+
+#: set while ``in_flight_bytes`` holds a batch's model calls
+_census: _Census | None = None
+
+
+async def model_call() -> None:
+    """The 10 ms "model call" of part 3, or the census's hold while one runs."""
+    if _census is None:
+        await anyio.sleep(0.01)
+    else:
+        await _census.hold()
+
+
+async def in_flight_bytes(batch: Callable[[], Awaitable[list[Any]]], runs: int) -> float:
+    """What each of ``runs`` runs keeps while all of them wait on their model call (the
+    traced memory allocated since the batch began, after a collection, ÷ runs; ``tracemalloc``
+    started for it), in bytes."""
+    global _census
+    gc.collect()
+    tracemalloc.start()
+    census = _census = _Census(runs)
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(batch)
+            await census.all_in.wait()
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - start
+            census.release.set()
+    finally:
+        _census = None
+        tracemalloc.stop()
+    return held / runs
+
+
 def sleeping_stream(model: Model, context: Context, options: StreamOptions) -> Any:
     """Answer with text after a 10 ms "model call"."""
 
     async def events() -> Any:
-        await anyio.sleep(0.01)
+        await model_call()
         message = ANSWER.model_copy(update={"content": list(ANSWER.content)})
         yield Done("stop", message)
 
@@ -548,7 +604,7 @@ def pydantic_ai_sleeping_agent() -> Any:
     from pydantic_ai.usage import RequestUsage
 
     async def sleeping(messages: list[Any], info: Any) -> Any:
-        await anyio.sleep(0.01)
+        await model_call()
         return ModelResponse(
             parts=[TextPart(ANSWER_TEXT)], usage=RequestUsage(input_tokens=1_200, output_tokens=40)
         )
@@ -1116,6 +1172,12 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
             await runtime.run(PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
         seq_per_run[mode] = (time.process_time() - cpu - seq_base) / sequential
 
+    # memory: one more batch of each side under tracemalloc (untimed), held at the model call
+    kept = {
+        mode: await in_flight_bytes(ours_batch(runtime), runs) for mode, runtime in runtimes.items()
+    }
+    kept["pydantic-ai"] = await in_flight_bytes(peer_batch, runs)
+
     load = os.getloadavg()
     print(
         f"\n[3] {runs:,} concurrent runs, own session each, model call = anyio.sleep(0.01), "
@@ -1189,6 +1251,15 @@ async def part3(tmp: Path, quick: bool, modes: list[str], profile: bool = False)
             )
             + ")"
         )
+    print(
+        f"  memory each run keeps while all {runs:,} wait on their model call (tracemalloc, "
+        "one untimed batch each): "
+        + ", ".join(f"{side} {held / 1e3:,.1f} kB" for side, held in kept.items())
+        + "; "
+        + "; ".join(
+            f"{mode} ÷ pydantic-ai {kept[mode] / kept['pydantic-ai']:.2f}×" for mode in modes
+        )
+    )
     if profile:
         for mode, runtime in runtimes.items():
             await profile_turn(

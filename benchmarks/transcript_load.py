@@ -12,6 +12,10 @@ line and the ratio to the floor (target ≤ 2.0).
 Also shown, for context: the ``orjson`` floor, opening a file whose last line is torn (the
 repair then writes a backup, the side file and a new session file), and materialising the
 active branch as pydantic messages (``build_session_context``), which loading defers.
+
+Last, memory (issue 13: "must not regress"): each side once more under ``tracemalloc``
+(untimed), what it keeps (the floor's list of dicts; the open session) and its peak while
+loading, and the ratio of the peaks.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import gc
 import json
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,6 +155,23 @@ def best_of(fn: Callable[[], object], repeat: int, *, gc_enabled: bool) -> float
     return min(times)
 
 
+def traced(fn: Callable[[], object]) -> tuple[float, float]:
+    """What ``fn``'s result keeps and the peak while it ran, in MB (``tracemalloc``, after a
+    collection; the result is held until both are read)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = fn()
+        gc.collect()
+        kept, peak = tracemalloc.get_traced_memory()
+        del result
+    finally:
+        tracemalloc.stop()
+    return (kept - before) / 1e6, (peak - before) / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=100_000)
@@ -196,6 +218,13 @@ def main() -> None:
             f"{repaired / lines * 1e6:5.2f} us/line, ratio {repaired / floor:4.2f}x the floor"
         )
 
+        floor_kept, floor_peak = traced(lambda: floor_stdlib(clean))
+        ours_kept, ours_peak = traced(lambda: SessionManager.open_sync(clean))
+        print(
+            f"[memory] json.loads of every line keeps {floor_kept:.1f} MB (peak "
+            f"{floor_peak:.1f}); open_sync keeps {ours_kept:.1f} MB (peak {ours_peak:.1f}): "
+            f"peak ratio {ours_peak / floor_peak:4.2f}x the floor's"
+        )
         manager = SessionManager.open_sync(clean)
         context = best_of(lambda: SessionManager.build_session_context(manager), 1, gc_enabled=True)
         print(
