@@ -223,7 +223,8 @@ async def in_flight_bytes(batch: Callable[[], Awaitable[list[Any]]], runs: int) 
         start = tracemalloc.get_traced_memory()[0]
         async with anyio.create_task_group() as tg:
             tg.start_soon(batch)
-            await census.all_in.wait()
+            with anyio.fail_after(300):  # a run that never reaches its model call
+                await census.all_in.wait()
             gc.collect()
             held = tracemalloc.get_traced_memory()[0] - start
             census.release.set()
