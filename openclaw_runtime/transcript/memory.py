@@ -43,6 +43,7 @@ from ..redaction import SecretMatchers, secret_matchers
 from .entries import iso_timestamp, make_header
 from .jsonl import Durability, encode_record, finish_line, parse_session_bytes, unscanned_line
 from .load import ExternalChanges, bulk_allocation, parse_appended, utc_now
+from .reader import check_durability
 from .repair import plan_session_repair
 from .rewrite import SessionRewriter, checked_rewrite_records
 from .session_ids import validate_session_id
@@ -160,13 +161,12 @@ class MemorySession(SessionRewriter):
     def durability(self, value: Durability) -> None:
         # "none" would buffer lines until a flush, and a memory session's flush has nothing
         # to write them to: refused rather than lost
+        check_durability(value)
         if value == "none":
             raise ValueError(
                 f"session {self.session_id}: a memory session publishes every append at once; "
                 "durability 'none' (buffer until flush) does not apply"
             )
-        if value not in ("flush", "fsync"):
-            raise ValueError(f"durability must be one of none, flush, fsync, got {value!r}")
 
     def _read_external_changes(self) -> ExternalChanges:
         """What other handles did since our last read or write: the appended lines, or the

@@ -38,10 +38,16 @@ from .replay_checkpoint import ReplayCheckpointer
 from .session_context import ModelRef, SessionContext, build_session_context, entry_message
 from .tree import SessionTree
 
-__all__ = ["SessionReader", "Warn"]
+__all__ = ["SessionReader", "Warn", "check_durability"]
 
 Warn = Callable[[str], None]
 _DURABILITIES = ("none", "flush", "fsync")
+
+
+def check_durability(value: object) -> None:
+    """Refuse a ``durability`` that is none of ``none``, ``flush``, ``fsync``."""
+    if value not in _DURABILITIES:
+        raise ValueError(f"durability must be one of {', '.join(_DURABILITIES)}, got {value!r}")
 _NOT_CACHED: Any = object()
 _ContextCache = tuple[str | None, SessionContext, list[dict[str, Any]]]
 #: the report of a session opened without a repair (frozen: one for every such session)
@@ -80,10 +86,7 @@ class SessionReader:
         repair_report: RepairReport | None = None,
         file_state: tuple[int, int] = (0, 0),
     ) -> None:
-        if durability not in _DURABILITIES:
-            raise ValueError(
-                f"durability must be one of {', '.join(_DURABILITIES)}, got {durability!r}"
-            )
+        check_durability(durability)
         self.path = path
         self._fspath = os.fspath(path)  # what every flush's ``stat`` names (no path object)
         # what ``session_lock_at`` takes
