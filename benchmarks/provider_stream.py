@@ -188,7 +188,15 @@ def main() -> None:
             target=serve, args=(framing, args.chunks, 2 * len(clients) * args.rounds, child)
         )
         proc.start()
-        servers[framing] = (proc, parent, parent.recv())
+        child.close()  # the server's end: its exit now ends our recv() instead of hanging it
+        try:
+            servers[framing] = (proc, parent, parent.recv())
+        except EOFError:
+            raise SystemExit(
+                "provider_stream.py: the stream server process ended before it served (its "
+                "error is above); the benchmarks need .venv/bin/pip install -r "
+                "requirements-test.txt -r benchmarks/requirements.txt"
+            ) from None
     results: dict[tuple[str, str], list[tuple[float, float]]] = {
         (f, c): [] for f in framings for c in clients
     }
