@@ -230,9 +230,31 @@ class FileLaneStore:
         reading a missing record first, one file operation fewer)."""
         path = self._path(lane)
         if not self._ready:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            remove_stale_temps(self.directory)  # records a killed process was replacing
-            self._ready = True
+            self._make_directory()
+        try:
+            return self._step_locked(path, lane, claimant, capacity, lock_wait_s, expect_new)
+        except FileNotFoundError:
+            if os.path.isdir(self._dir):
+                raise
+            # the folder was removed since this store made it (a clean-up, a repair): a
+            # fresh process would make it again, and so does this one, once
+            self._make_directory()
+            return self._step_locked(path, lane, claimant, capacity, lock_wait_s, expect_new)
+
+    def _make_directory(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(self.directory)  # records a killed process was replacing
+        self._ready = True
+
+    def _step_locked(
+        self,
+        path: str,
+        lane: str,
+        claimant: FileLaneClaimant,
+        capacity: int,
+        lock_wait_s: float,
+        expect_new: bool,
+    ) -> FileLaneStep | None:
         try:
             with self._lock(path, lock_wait_s):
                 if expect_new:

@@ -84,6 +84,7 @@ from .run_result import (
     result_from_candidate,
     result_from_exhausted_chain,
     result_from_failover_error,
+    storage_failure,
 )
 from .run_state import RunEventCallback, RunState
 from .services import RunHost
@@ -103,8 +104,10 @@ async def run_embedded_agent(
     runtime: RunHost, request: RunRequest, *, on_event: RunEventCallback | None = None
 ) -> RunResult:
     """Run one agent turn for ``request``; see the module docstring. Provider failures end
-    as an error outcome with an error payload, never as an exception; bad input (an unknown
-    model, an invalid session id) raises ``ConfigurationError``/``ValueError`` up front."""
+    as an error outcome with an error payload, never as an exception, and so do failures of
+    a backend or of the runtime's own storage (``run_result.storage_failure``); bad input (an
+    unknown model, an invalid session id) raises ``ConfigurationError``/``ValueError`` up
+    front."""
     run = _Run(runtime, request, on_event)
     return await run.execute()
 
@@ -136,8 +139,8 @@ class _Run(RunState):
                 session_id = uuid.uuid4().hex
             if key is None:
                 key = await index.lookup_key(session_id)
-        except PluginBackendError as exc:
-            failed, self.claim_key = exc, False
+        except (PluginBackendError, OSError) as exc:
+            failed, self.claim_key = _backend_failure(exc), False
             session_id = session_id or uuid.uuid4().hex
         self.session_id = validate_session_id(session_id)
         self.session_key = key
@@ -201,8 +204,8 @@ class _Run(RunState):
                 self.session_id = await self.services.session_index.claim(
                     self.session_key, self.session_id
                 )
-            except PluginBackendError as exc:
-                failed = exc
+            except (PluginBackendError, OSError) as exc:
+                failed = _backend_failure(exc)
         request = self.request
         if self.wants(RunStart.type):
             await self.emit(
@@ -249,8 +252,8 @@ class _Run(RunState):
                 timeout_phase="provider",
                 payloads=[ReplyPayload(text=f"⚠️ {exc}", is_error=True)],
             )
-        except PluginBackendError as exc:
-            result = after_backend_error(self, exc, self.reached)
+        except (PluginBackendError, OSError) as exc:
+            result = after_backend_error(self, _backend_failure(exc), self.reached)
         except BaseExceptionGroup as group:
             failed = _lone_backend_error(group)
             if failed is None:
@@ -456,8 +459,21 @@ class _Run(RunState):
         return classify_candidate_result(self, result, candidate)
 
 
+def _backend_failure(exc: PluginBackendError | OSError) -> PluginBackendError:
+    """A backend's failure as the run's error: a plugin backend's as it is, an ``OSError``
+    of the runtime's own storage as ``storage_failure`` makes it; any other ``OSError`` (a
+    timeout) is raised again, as before."""
+    if isinstance(exc, PluginBackendError):
+        return exc
+    failure = storage_failure(exc)
+    if failure is None:
+        raise exc
+    return failure
+
+
 def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | None:
-    """The one ``PluginBackendError`` a task group wrapped, if that is all it holds."""
+    """The one ``PluginBackendError`` a task group wrapped (or the one storage ``OSError``,
+    as ``storage_failure`` makes it), if that is all it holds."""
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]
     while pending:
@@ -468,4 +484,4 @@ def _lone_backend_error(group: BaseExceptionGroup[Any]) -> PluginBackendError | 
             leaves.append(item)
     if len(leaves) == 1 and isinstance(leaves[0], PluginBackendError):
         return leaves[0]
-    return None
+    return storage_failure(leaves[0]) if len(leaves) == 1 else None

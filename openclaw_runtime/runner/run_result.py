@@ -54,8 +54,25 @@ __all__ = [
     "result_from_candidate",
     "result_from_exhausted_chain",
     "result_from_failover_error",
+    "storage_failure",
     "success_payloads",
 ]
+
+
+def storage_failure(exc: BaseException) -> PluginBackendError | None:
+    """The run's error for ``exc`` when it is a failure of the runtime's own storage: an
+    ``OSError`` (a full disk, a permission, a file where a folder should be) from the
+    embedded lanes, session index or session files under ``state_dir``, which have no plugin
+    to attribute it to. ``None`` for anything else, timeouts included (``TimeoutError`` is an
+    ``OSError``, and the run's own timeouts are not storage failures). Ends the run like a
+    plugin backend's failure (``error.kind`` ``plugin``), naming the file the system named."""
+    if not isinstance(exc, OSError) or isinstance(exc, TimeoutError):
+        return None
+    error = PluginBackendError(
+        f"the runtime's storage failed: {type(exc).__name__}: {redact_secret_text(str(exc))}"
+    )
+    error.__cause__ = exc
+    return error
 
 
 def backend_failed_result(run: RunState, exc: PluginBackendError) -> RunResult:
