@@ -110,6 +110,43 @@ def test_show_json_and_tool_calls(config, server):
     assert set(everything["activeBranch"]) < {e["id"] for e in everything["entries"]}
 
 
+def test_show_says_what_it_could_not_read_and_leaves_the_file(config):
+    first = run(config, "--session-key", "dave", "Hello")
+    run(config, "--session-key", "dave", "Again")
+    path = Path(first["sessionFile"])
+    assert invoke(config, "sessions", "show", "--json", "dave").stdout.count(
+        '"pendingRepair": null'
+    )
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(3, b'{"type":"message","id":"broken\n')  # a writer killed mid-line
+    path.write_bytes(b"".join(lines))
+    before = path.read_bytes()
+
+    result = invoke(config, "sessions", "show", "dave")
+    assert result.exit_code == 0, result.output
+    shown = result.stdout.splitlines()
+    assert shown[2] == (
+        "note: shown as a run reads it, not as written: dropped 1 malformed line(s). The file "
+        "is left as it is; the next run on this session repairs it, and keeps what it cannot "
+        f"read in {path.name}.invalid.jsonl."
+    )
+    assert shown[4:] == [
+        "user ▸ Hello",
+        "assistant ▸ You said: Hello",
+        "user ▸ Again",
+        "assistant ▸ You said: Again",
+    ]
+    data = json.loads(invoke(config, "sessions", "show", "--json", "dave").stdout)
+    assert data["pendingRepair"] == "dropped 1 malformed line(s)"
+    assert path.read_bytes() == before  # looking never rewrites
+    assert not path.with_name(f"{path.name}.invalid.jsonl").exists()
+
+    run(config, "--session-key", "dave", "Third")  # the run repairs: nothing left to say
+    after = invoke(config, "sessions", "show", "dave").stdout.splitlines()
+    assert not any(line.startswith("note:") for line in after)
+    assert path.with_name(f"{path.name}.invalid.jsonl").exists()
+
+
 def test_show_an_unknown_session_exits_2(config):
     result = invoke(config, "sessions", "show", "nobody")
     assert result.exit_code == 2

@@ -13,7 +13,7 @@ import pytest
 from openclaw_runtime.messages import UserMessage
 from openclaw_runtime.transcript import SessionManager, repair_session_file_if_needed
 from openclaw_runtime.transcript.jsonl import invalid_lines_path
-from openclaw_runtime.transcript.repair import repair_session_file
+from openclaw_runtime.transcript.repair import RepairReport, repair_session_file
 
 HEADER = {
     "type": "session",
@@ -470,6 +470,35 @@ async def test_read_only_open_skips_bad_lines_without_touching_the_file(tmp_path
     assert [e["id"] for e in manager.get_entries()] == ["msg-1"]
     assert path.read_text(encoding="utf-8") == original
     assert not invalid_lines_path(path).exists()
+    # the report says what a repair would change (``sessions show`` tells the reader)
+    report = manager.repair_report
+    assert (report.repaired, report.dropped_lines, report.changes) == (False, 1, True)
+    assert report.invalid_lines_path is None and report.backup_path is None
+    path.write_text(dumps(HEADER, USER), encoding="utf-8")
+    clean = await SessionManager.open(path, repair=False)
+    assert (clean.repair_report.dropped_lines, clean.repair_report.changes) == (0, False)
+
+
+COUNTERS = (
+    "dropped_lines",
+    "rewritten_assistant_messages",
+    "dropped_blank_user_messages",
+    "rewritten_user_messages",
+    "dropped_trailing_assistant_messages",
+    "set_aside_blocks",
+)
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+def test_a_report_changes_the_file_when_any_counter_is_set(counter: str) -> None:
+    assert RepairReport(repaired=False, **{counter: 1}).changes
+    assert RepairReport(repaired=True, **{counter: 2}).changes
+
+
+def test_a_report_without_counters_changes_nothing() -> None:
+    assert not RepairReport(repaired=False).changes
+    assert not RepairReport(repaired=True, backup_path="b", invalid_lines_path="i").changes
+    assert not RepairReport(repaired=False, reason="missing session file").changes
 
 
 # --------------------------------------------------------------------------- pre-compaction snapshot

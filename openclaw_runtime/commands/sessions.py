@@ -25,6 +25,8 @@ from ..backends import Session
 from ..context.engine import CompactResult
 from ..redaction import redact
 from ..transcript.entries import parse_timestamp_ms
+from ..transcript.jsonl import invalid_lines_path
+from ..transcript.repair import RepairReport, summarize_repair
 from ..transcript.session_ids import InvalidSessionIdError, validate_session_id
 from ..transcript.store import SessionManager
 from ._common import EXIT_FAILED, command_errors, find_session, load_config, safe_json
@@ -209,6 +211,7 @@ def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bo
 
     session_id, key, manager = anyio.run(read)
     path = manager.path
+    pending = _pending_repair(manager)
     branch = manager.get_branch()
     active = {entry["id"] for entry in branch}
     entries = [e for e in manager.get_entries() if e["type"] != "leaf"] if show_all else branch
@@ -222,6 +225,7 @@ def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bo
         }
         if show_all:
             out["activeBranch"] = [entry["id"] for entry in branch]
+        out["pendingRepair"] = None if pending is None else pending[1]
         click.echo(safe_json(out, indent=2, ensure_ascii=False))
         return
     title = manager.get_session_name()
@@ -231,9 +235,30 @@ def show_session(ctx: click.Context, id_or_key: str, as_json: bool, show_all: bo
         + (f" — {title}" if title else "")
     )
     click.echo(f"file: {path}")
+    if pending is not None:
+        report, summary = pending
+        kept = (
+            f", and keeps what it cannot read in {invalid_lines_path(path).name}"
+            if report.dropped_lines or report.set_aside_blocks
+            else ""
+        )
+        click.echo(
+            f"note: shown as a run reads it, not as written: {summary}. The file is left as "
+            f"it is; the next run on this session repairs it{kept}."
+        )
     click.echo("")
     for line in render_entries(entries, branch=branch, active=active if show_all else None):
         click.echo(redact(line))  # transcripts written before redaction may hold keys
+
+
+def _pending_repair(session: Any) -> tuple[RepairReport, str] | None:
+    """What a repair would change of the file ``show`` read without one (unreadable lines
+    skipped, messages rewritten): the report and ``summarize_repair``'s words for it;
+    ``None`` when nothing (or the store's sessions do not say)."""
+    report = getattr(session, "repair_report", None)
+    if not isinstance(report, RepairReport) or report.repaired or not report.changes:
+        return None
+    return report, summarize_repair(report)
 
 
 def _summarized_counts(branch: Sequence[Mapping[str, Any]]) -> dict[str, int]:

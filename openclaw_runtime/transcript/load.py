@@ -182,7 +182,10 @@ def load_session_file(
             stat = os.stat(path)
         # the tree of the repaired file is the plan's; its bytes are not ``data``: no clean head
         return SessionTree.build(parsed.header, plan.entries), report, (stat.st_ino, stat.st_size)
-    # (without ``repair`` the plan is the same: it is kept in memory only)
+    # (without ``repair`` the plan is the same: it is kept in memory only, and the report
+    # says what a repair would change: ``sessions show`` tells the reader)
+    if plan.needed:
+        report = report_for(plan, repaired=False)
     tree = SessionTree.build(parsed.header, plan.entries)
     run = 0 if parsed.invalid else plan.clean_run
     tree.clean_head = found_head(data, parsed.spans, run, proven, known)

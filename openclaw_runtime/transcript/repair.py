@@ -95,6 +95,18 @@ class RepairReport:
     invalid_lines_path: str | None = None
     reason: str | None = None
 
+    @property
+    def changes(self) -> bool:
+        """Whether the repair changed (or, not made, would change) anything of the file."""
+        return bool(
+            self.dropped_lines
+            or self.rewritten_assistant_messages
+            or self.dropped_blank_user_messages
+            or self.rewritten_user_messages
+            or self.dropped_trailing_assistant_messages
+            or self.set_aside_blocks
+        )
+
 
 @dataclass(slots=True)
 class RepairPlan:
