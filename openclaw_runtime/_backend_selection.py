@@ -85,4 +85,3 @@ def build_backend(
 def _key(config: RuntimeConfig, kind: str) -> str:
     """The ``[backends]`` key that named the backend of ``kind``: its own, or ``default``."""
     return kind if getattr(config.backends, kind) is not None else "default"
-

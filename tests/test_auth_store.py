@@ -242,7 +242,9 @@ async def test_corrupt_file_is_set_aside_and_the_ledger_starts_empty(tmp_path, c
     (aside,) = tmp_path.glob("auth-profiles.json.corrupt-*")
     assert aside.read_text() == damaged  # kept byte for byte
     assert not path.exists()
-    assert str(path) in caplog.text and aside.name in caplog.text and "not valid JSON" in caplog.text
+    assert (
+        str(path) in caplog.text and aside.name in caplog.text and "not valid JSON" in caplog.text
+    )
     assert STORED_SECRET not in caplog.text
 
     # bookkeeping goes on in a fresh ledger

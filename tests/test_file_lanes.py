@@ -166,7 +166,9 @@ async def test_global_cap_is_per_process_unless_machine_wide(tmp_path, scope, ex
         # both inside (per-process caps), or one inside and one queued on the shared record
         if running[0] == 2:
             return True
-        return scope == "machine" and running[0] == 1 and len(processes[0].status("main").queue) == 1
+        return (
+            scope == "machine" and running[0] == 1 and len(processes[0].status("main").queue) == 1
+        )
 
     async with anyio.create_task_group() as tg:
         for lanes in processes:

@@ -233,6 +233,7 @@ def loads_or_none(text: str) -> Any:
 
 # --------------------------------------------------------------------------- classifiers
 
+
 def _plugin_classifiers() -> dict[str, Any]:
     """The installed provider plugins' classifiers (none in tox's core-only env)."""
     out: dict[str, Any] = {}

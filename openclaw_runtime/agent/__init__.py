@@ -44,8 +44,7 @@ _LAZY = {
     ),
     "options": "AgentOptions",
     "tools": (
-        "AgentTool AgentToolResult ToolArgumentError ToolExecutionMode tool "
-        "validate_tool_arguments"
+        "AgentTool AgentToolResult ToolArgumentError ToolExecutionMode tool validate_tool_arguments"
     ),
     "types": (
         "AfterToolCallContext AfterToolCallResult AgentContext AgentLoopConfig "

@@ -54,8 +54,7 @@ _LAZY = {
         "record_auth_profile_success"
     ),
     "order": (
-        "is_auth_profile_in_cooldown resolve_auth_profile_order "
-        "resolve_profiles_unavailable_reason"
+        "is_auth_profile_in_cooldown resolve_auth_profile_order resolve_profiles_unavailable_reason"
     ),
     "profiles": "AuthProfile CredentialRef UnresolvedCredentialError",
     "recording": "resolve_auth_profile_failure_reason",

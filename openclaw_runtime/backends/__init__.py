@@ -42,8 +42,7 @@ _LAZY = {
     ),
     "sessions": "Session SessionIndex SessionIndexEntry SessionStore",
     "steering": (
-        "LiveInbox LiveInboxLease SteeringLease SteeringStore SteeringStoreError "
-        "SubagentRunRecord"
+        "LiveInbox LiveInboxLease SteeringLease SteeringStore SteeringStoreError SubagentRunRecord"
     ),
 }
 __getattr__ = _lazy_getattr(__name__, _LAZY)

@@ -99,9 +99,7 @@ def _plugins(runtime: Runtime) -> list[Check]:
             clashes.setdefault(clash["message"], Check("warn", "plugin clash", clash["message"]))
     rows.extend(clashes.values())
     for damaged in runtime.fault_record.damaged_files():
-        rows.append(
-            Check("warn", "plugin faults", f"damaged fault record kept aside as {damaged}")
-        )
+        rows.append(Check("warn", "plugin faults", f"damaged fault record kept aside as {damaged}"))
     return rows
 
 
@@ -126,9 +124,7 @@ def _fault_rows(name: str, plugin: dict[str, Any]) -> list[Check]:
     for entry in plugin["faults"]:
         where = entry["hook"] if entry["unit"] == entry["hook"] else entry["unit"]
         when = datetime.fromtimestamp(entry["lastAt"], UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-        quarantined = (
-            f", quarantined {entry['quarantines']}x" if entry.get("quarantines") else ""
-        )
+        quarantined = f", quarantined {entry['quarantines']}x" if entry.get("quarantines") else ""
         rows.append(
             Check(
                 "warn",

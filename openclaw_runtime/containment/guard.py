@@ -101,6 +101,7 @@ class FaultSink(Protocol):
 
 FaultListener = Callable[[PluginFault], None]
 
+
 class _FaultRelay:
     """What the context variable holds: the scope's listener until the scope ends.
 

@@ -43,8 +43,7 @@ _LAZY = {
     ),
     "dedupe": "DEFAULT_MESSAGING_TOOLS MAX_TRACKED_SENDS MessagingToolTracker messaging_send_text",
     "stream": (
-        "INLINE_TAGS_SIGNATURE split_message_tags split_reply_tag_events "
-        "with_reply_tag_splitting"
+        "INLINE_TAGS_SIGNATURE split_message_tags split_reply_tag_events with_reply_tag_splitting"
     ),
     "tags": "ReplyTagSplitter Segment SegmentKind SplitText split_reply_tags",
 }

@@ -48,6 +48,8 @@ def check_durability(value: object) -> None:
     """Refuse a ``durability`` that is none of ``none``, ``flush``, ``fsync``."""
     if value not in _DURABILITIES:
         raise ValueError(f"durability must be one of {', '.join(_DURABILITIES)}, got {value!r}")
+
+
 _NOT_CACHED: Any = object()
 _ContextCache = tuple[str | None, SessionContext, list[dict[str, Any]]]
 #: the report of a session opened without a repair (frozen: one for every such session)
