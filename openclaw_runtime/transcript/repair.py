@@ -98,14 +98,7 @@ class RepairReport:
     @property
     def changes(self) -> bool:
         """Whether the repair changed (or, not made, would change) anything of the file."""
-        return bool(
-            self.dropped_lines
-            or self.rewritten_assistant_messages
-            or self.dropped_blank_user_messages
-            or self.rewritten_user_messages
-            or self.dropped_trailing_assistant_messages
-            or self.set_aside_blocks
-        )
+        return bool(_repair_parts(self))
 
 
 @dataclass(slots=True)
@@ -379,6 +372,11 @@ def plan_session_repair(
 
 def summarize_repair(report: RepairReport) -> str:
     """The comma-separated summary OpenClaw logs after a repair."""
+    return ", ".join(_repair_parts(report)) or "no changes"
+
+
+def _repair_parts(report: RepairReport) -> list[str]:
+    """One phrase per counter of ``report`` that is set (``summarize_repair``'s parts)."""
     parts = []
     if report.dropped_lines:
         parts.append(f"dropped {report.dropped_lines} malformed line(s)")
@@ -394,7 +392,7 @@ def summarize_repair(report: RepairReport) -> str:
         )
     if report.set_aside_blocks:
         parts.append(f"set aside {report.set_aside_blocks} unusable content block(s)")
-    return ", ".join(parts) if parts else "no changes"
+    return parts
 
 
 def render_repaired(parsed: ParsedSession, plan: RepairPlan) -> bytes:
