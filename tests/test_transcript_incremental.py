@@ -314,3 +314,97 @@ def test_tool_loop_cache_grows_in_place_and_shares_nothing(seed: int) -> None:
         assert dumped(loop.outputs) == dumped(expected[: len(loop.outputs)])
     for got, snapshot in returned:
         assert len(got) == len(snapshot) and all(map(lambda a, b: a is b, got, snapshot))
+
+
+def _first_prompt(rng: random.Random, stamp: int) -> Any:
+    """A session's first user message: mostly plain text, sometimes one the pipeline changes."""
+    kind = rng.choice(["plain", "plain", "blocks", "blank", "blank_block", "image", "wire"])
+    if kind == "plain":
+        return UserMessage(content="read the files", timestamp=stamp)
+    if kind == "blocks":
+        return UserMessage(content=[TextContent(text="a"), TextContent(text="b")], timestamp=stamp)
+    if kind == "blank":
+        return UserMessage(content="   ", timestamp=stamp)
+    if kind == "blank_block":
+        return UserMessage(content=[TextContent(text="go"), TextContent(text=" ")], timestamp=stamp)
+    if kind == "image":
+        image = ImageContent(data="aGk=", mime_type="image/png")
+        return UserMessage(content=[TextContent(text="look"), image], timestamp=stamp)
+    return {"role": "user", "content": "read the files", "timestamp": stamp}
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(40))
+def test_a_fresh_sessions_first_tool_groups_equal_the_full_pipeline(
+    policy_name: str, seed: int
+) -> None:
+    """A fresh session's tool loop from its first request on: the loop cache starts after the
+    first group (one request earlier than a scan for stable entries allows) and grows its
+    context when the boundary passes that group; every request equals the full pipeline,
+    whatever the prompt, the groups (thinking, several calls, shuffled or missing results,
+    errors) and the policy."""
+    policy = POLICIES[policy_name]
+    history = ToolLoopHistory(1_000 + seed)
+    history.messages.append(_first_prompt(history.rng, history.stamp()))
+    incremental = IncrementalSanitizer()
+    for _ in range(history.rng.randint(1, 7)):
+        messages = list(history.messages)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected), f"seed {seed}, {len(messages)} messages"
+        history.step()
+    history.user()  # the next turn starts from what the loop left cached
+    messages = list(history.messages)
+    expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+    assert dumped(incremental.run(messages, policy, BUILTIN_SANITIZERS)) == dumped(expected)
+
+
+def _clean_group(number: int) -> list[Any]:
+    call = ToolCall(id=f"c{number}", name="read", arguments={"path": f"f{number}"})
+    assistant = AssistantMessage(
+        content=[call], stop_reason="toolUse", api="x", provider="x", model="m", timestamp=number
+    )
+    result = ToolResultMessage(
+        tool_call_id=call.id, tool_name="read", content=[TextContent(text="r")], timestamp=number
+    )
+    return [assistant, result]
+
+
+@pytest.mark.parametrize("earlier_turns", [0, 1, 3])
+def test_a_clean_loops_second_and_third_requests_run_no_stage(earlier_turns: int) -> None:
+    """Requests of a clean tool loop: a fresh session's plain prompt (first request) needs no
+    stage and neither do the following ones; after earlier turns, only the loop's second
+    request runs the pipeline (over the turn before it and this one), to find the prompt's
+    boundary; the third request takes the loop cache, as every later one does."""
+    policy = POLICIES["openai"]
+    history = History(7)
+    for _ in range(earlier_turns):
+        history.turn()
+        history.messages[-1] = history.assistant([TextContent(text="answer")])
+    history.messages.append(UserMessage(content="read them", timestamp=history.stamp()))
+    ran: list[int] = []
+
+    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        ran.append(len(messages))
+        return run_transcript_sanitizers(messages, *args, **kwargs)
+
+    incremental = IncrementalSanitizer()
+    runs_per_request = []
+    for number in range(6):
+        messages = list(history.messages)
+        before = len(ran)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=counting)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected)
+        runs_per_request.append(len(ran) - before)
+        history.messages.extend(_clean_group(number))
+    if earlier_turns == 0:
+        assert runs_per_request == [0, 0, 0, 0, 0, 0]
+    else:
+        assert runs_per_request == [1, 1, 0, 0, 0, 0]
+    loop = incremental._loop
+    assert loop is not None
+    user = len(history.messages) - 13  # the prompt, then six groups of two
+    # the context holds the prompt and the loop's first group once the boundary is past it
+    assert loop.context == history.messages[user : user + 3]
+    assert loop.boundary.index == len(history.messages) - 4

@@ -394,6 +394,16 @@ class IncrementalSanitizer:
             return full(messages, policy, sanitizers, on_error=on_error)
         key = (policy, stages)
         loop = self._loop
+        if (
+            loop is None
+            and self._key is None
+            and len(messages) > 2
+            and is_plain_user_turn(messages[:1], policy)
+        ):
+            # a fresh session's second request, one tool group after its plain first prompt
+            # (whose request needed no cache): the loop starts here, as it would have after
+            # the pipeline had run over the three messages
+            loop = self._open_fresh_loop(key, messages)
         if loop is not None and key == loop.key and _extends(loop.inputs, messages):
             start = len(loop.inputs)
             rest = messages[start:]
@@ -475,7 +485,7 @@ class IncrementalSanitizer:
         self, key: tuple[Any, ...], messages: Sequence[Any], out: list[Any], user: int, after: int
     ) -> None:
         """Start the tool-loop cache after the user message at ``user`` (``out[after]``)."""
-        found = find_tool_loop_boundary(messages, user)
+        found = find_tool_loop_boundary(messages, user) or _loop_start(messages, user)
         if found is None:
             return
         position = _position(out, messages[found.index], after)
@@ -495,6 +505,19 @@ class IncrementalSanitizer:
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         self._loop = _LoopCache(key, found, inputs, out[:position], context, ids, allowed, stamp)
 
+    def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
+        """The loop cache ``_open_loop`` would start after the pipeline ran over ``messages``:
+        a plain user message (``is_plain_user_turn``: the pipeline's output for it is itself,
+        whatever follows) and one complete tool group, which is the part still to sanitize.
+        ``None`` for any other shape."""
+        found = _loop_start(messages, 0)
+        if found is None:
+            return None
+        allowed = normalize_allowed_names(key[0].allowed_tool_names)
+        first = messages[0]
+        self._loop = _LoopCache(key, found, [first], [first], [first], set(), allowed)
+        return self._loop
+
     def _advance_clean(
         self, messages: Sequence[Any], out: list[Any], loop: _LoopCache, tail: TailFacts
     ) -> None:
@@ -507,6 +530,8 @@ class IncrementalSanitizer:
         facts = loop.facts or {}
         for message in messages[start:index]:
             loop.ids.update(facts[id(message)][1].ids)
+        if not self._with_first_group(messages, loop):
+            return
         loop.boundary = ToolLoopBoundary(index, loop.boundary.user, loop.boundary.context_end)
         # grown in place, not copied again (``run`` checked ``messages`` starts with
         # ``loop.inputs`` and ``out`` with ``loop.outputs``): the cost of a call stays that of
@@ -521,9 +546,44 @@ class IncrementalSanitizer:
         if found is None or found.index <= loop.boundary.index:
             return
         position = _position(out, messages[found.index], len(loop.outputs))
-        if position is None:
+        if position is None or not self._with_first_group(messages, loop):
             return
         loop.ids |= _call_ids(messages[loop.boundary.index : found.index])
+        found = ToolLoopBoundary(found.index, found.user, loop.boundary.context_end)
         loop.boundary = found
         loop.inputs = list(messages[: found.index])
         loop.outputs = out[:position]
+
+    def _with_first_group(self, messages: Sequence[Any], loop: _LoopCache) -> bool:
+        """Before the boundary moves past the loop's first tool group: make sure the context
+        holds that group (a loop opened at its start, ``_loop_start``, has only the user
+        message as context, since its first group was still in the part to sanitize). Once
+        the boundary is past it, the stages must see it as the loop's first assistant turn,
+        which keeps its reasoning. ``False`` (and the cache dropped) if the group cannot be
+        found, which a clean tail or a scan of stable entries rules out."""
+        boundary = loop.boundary
+        if boundary.context_end > boundary.user + 1:
+            return True
+        end = _tool_group_end(messages, boundary.user + 1)
+        if end is None:
+            self._loop = None
+            return False
+        loop.context.extend(messages[boundary.user + 1 : end])
+        loop.boundary = ToolLoopBoundary(boundary.index, boundary.user, end)
+        return True
+
+
+def _loop_start(messages: Sequence[Any], user: int) -> ToolLoopBoundary | None:
+    """A tool-loop boundary right after the user message at ``user``, for a loop whose only
+    group so far is the one just completed (``find_tool_loop_boundary`` needs a group
+    before its boundary, as context): that group is then part of what is still to sanitize,
+    and the context is the user message alone, which is all the stages look at outside that
+    part. So a loop's second and third requests take the loop path as the later ones do,
+    instead of the whole pipeline over the turn. ``None`` unless exactly one complete tool
+    group follows the user message."""
+    if user < 0 or user >= len(messages) - 1 or role_of(messages[user]) != "user":
+        return None
+    first = user + 1
+    if _tool_group_end(messages, first) != len(messages):
+        return None
+    return ToolLoopBoundary(first, user, first)
