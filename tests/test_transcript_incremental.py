@@ -370,18 +370,39 @@ def _clean_group(number: int) -> list[Any]:
     return [assistant, result]
 
 
-@pytest.mark.parametrize("earlier_turns", [0, 1, 3])
-def test_a_clean_loops_second_and_third_requests_run_no_stage(earlier_turns: int) -> None:
-    """Requests of a clean tool loop: a fresh session's plain prompt (first request) needs no
-    stage and neither do the following ones; after earlier turns, only the loop's second
-    request runs the pipeline (over the turn before it and this one), to find the prompt's
-    boundary; the third request takes the loop cache, as every later one does."""
+def _answer(text: str, stamp: int, *, thinking: bool = False) -> AssistantMessage:
+    blocks: list[Any] = [TextContent(text=text)]
+    if thinking:
+        blocks.insert(0, ThinkingContent(thinking="why", thinking_signature="sig"))
+    return AssistantMessage(
+        content=blocks, api="x", provider="x", model="m", usage=Usage(input=5), timestamp=stamp
+    )
+
+
+@pytest.mark.parametrize(
+    ("earlier", "want"),
+    [
+        ("none", [0, 0, 0, 0, 0, 0]),  # a fresh session: the plain prompt, then the loop cache
+        ("clean", [0, 0, 0, 0, 0, 0]),  # clean earlier turns: a clean region, then the loop
+        ("thinking", [1, 1, 0, 0, 0, 0]),  # an answer with thinking: the pipeline, twice
+    ],
+)
+def test_a_clean_loops_requests_run_no_stage(earlier: str, want: list[int]) -> None:
+    """Stage runs per request of a clean tool loop. A fresh session's plain prompt (first
+    request) needs none and neither do the following ones. After earlier turns, the new
+    turn's first two requests sanitize the previous turn and the new prompt: no stage when
+    that part is a clean region (``transcript.clean_turns``), else the pipeline at both (the
+    boundary moves to the new prompt at the second); from the third request on, the loop
+    cache, as every later one does."""
     policy = POLICIES["openai"]
-    history = History(7)
-    for _ in range(earlier_turns):
-        history.turn()
-        history.messages[-1] = history.assistant([TextContent(text="answer")])
-    history.messages.append(UserMessage(content="read them", timestamp=history.stamp()))
+    history: list[Any] = []
+    if earlier != "none":
+        for turn in range(3):
+            history.append(UserMessage(content=f"question {turn}", timestamp=10 * turn + 1))
+            history.extend(_clean_group(100 + turn))
+            thinking = earlier == "thinking" and turn == 2
+            history.append(_answer(f"answer {turn}", 10 * turn + 2, thinking=thinking))
+    history.append(UserMessage(content="read them", timestamp=50))
     ran: list[int] = []
 
     def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
@@ -389,22 +410,21 @@ def test_a_clean_loops_second_and_third_requests_run_no_stage(earlier_turns: int
         return run_transcript_sanitizers(messages, *args, **kwargs)
 
     incremental = IncrementalSanitizer()
+    if earlier != "none":  # the session's earlier turns were sanitized as they ran
+        incremental.run(list(history[:-1]), policy, BUILTIN_SANITIZERS)
     runs_per_request = []
     for number in range(6):
-        messages = list(history.messages)
+        messages = list(history)
         before = len(ran)
         got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=counting)
         expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
         assert dumped(got) == dumped(expected)
         runs_per_request.append(len(ran) - before)
-        history.messages.extend(_clean_group(number))
-    if earlier_turns == 0:
-        assert runs_per_request == [0, 0, 0, 0, 0, 0]
-    else:
-        assert runs_per_request == [1, 1, 0, 0, 0, 0]
+        history.extend(_clean_group(number))
+    assert runs_per_request == want
     loop = incremental._loop
     assert loop is not None
-    user = len(history.messages) - 13  # the prompt, then six groups of two
+    user = len(history) - 13  # the prompt, then six groups of two
     # the context holds the prompt and the loop's first group once the boundary is past it
-    assert loop.context == history.messages[user : user + 3]
-    assert loop.boundary.index == len(history.messages) - 4
+    assert loop.context == history[user : user + 3]
+    assert loop.boundary.index == len(history) - 4

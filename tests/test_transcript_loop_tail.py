@@ -39,7 +39,7 @@ from openclaw_runtime.transcript.loop_tail import (
     message_facts,
 )
 from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
-from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
+from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
 from tests.test_transcript_incremental import dumped
 from tests.test_transcript_sanitizer_reads import AsDicts
 
@@ -473,3 +473,51 @@ def test_clean_tail_equals_its_reference(seed: int) -> None:
         assert got == _clean_tail_reference(facts, stamp), (facts, stamp)
         found += got is not None
     assert found > 100  # clean tails were among them
+
+
+_OPENAI = resolve_transcript_policy("openai-completions", "openai", "gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("label", "policy", "stages"),
+    [
+        ("details stage on", _OPENAI, BUILTIN_SANITIZERS),
+        (
+            "details stage switched off by the policy",
+            dataclasses.replace(_OPENAI, disabled=frozenset({"tool_result_details"})),
+            BUILTIN_SANITIZERS,
+        ),
+        ("a stage set without it", _OPENAI, BUILTIN_SANITIZERS[::3]),
+        (
+            "the stages renamed and reordered",
+            _OPENAI,
+            tuple(
+                SanitizerSpec(f"x{i}", spec.fn, 100 - i)
+                for i, spec in enumerate(BUILTIN_SANITIZERS)
+            ),
+        ),
+    ],
+)
+def test_a_loops_results_keep_their_details_unless_the_details_stage_runs(
+    label: str, policy: Any, stages: Any
+) -> None:
+    """The loop cache took the details stage for granted: with it switched off or not among
+    the stages, results lost their ``details`` from a loop's fourth request on, unlike the
+    full pipeline (and from the second, with the loop cache starting earlier)."""
+    messages: list[Any] = [UserMessage(content="go", timestamp=1)]
+    incremental = IncrementalSanitizer()
+    for number in range(6):
+        call = ToolCall(id=f"c{number}", name="read", arguments={})
+        messages += [
+            AssistantMessage(content=[call], stop_reason="toolUse", timestamp=2),
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name="read",
+                content=[TextContent(text="r")],
+                details={"raw": number},
+            ),
+        ]
+        got = incremental.run(list(messages), policy, stages)
+        expected = run_transcript_sanitizers(list(messages), policy, stages)
+        assert dumped(got) == dumped(expected), (label, number)
+    assert incremental._loop is not None  # the loop cache was used

@@ -47,10 +47,17 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from .clean_turns import clean_region_outputs
 from .entries import parse_timestamp_ms
 from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
 from .policy import TranscriptPolicy
-from .sanitize import OnError, SanitizerSpec, is_plain_user_turn, run_transcript_sanitizers
+from .sanitize import (
+    OnError,
+    SanitizerSpec,
+    has_declared_types,
+    is_plain_user_turn,
+    run_transcript_sanitizers,
+)
 from .stage_specs import StageSpecs, stage_specs
 from .tool_calls import (
     extract_tool_calls_from_assistant,
@@ -285,6 +292,9 @@ class _LoopCache:
     #: ``loop_tail`` facts and sanitized form of the messages after the boundary, by identity
     #: (read and made once each: a result without its details is the same copy every time)
     facts: dict[int, tuple[Any, MessageFacts, Any]] | None = None
+    #: whether the stages remove a clean result's ``details`` (the details stage is among
+    #: them and the policy wants it): else a clean message comes out as it went in
+    strip_details: bool = True
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
@@ -298,7 +308,8 @@ class _LoopCache:
             hit = memo.get(key)
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
-                hit = (message, found, sanitized(message, found) if found.clean else None)
+                out = sanitized(message, found, self.strip_details) if found.clean else None
+                hit = (message, found, out)
             known[key] = hit
             facts.append(hit[1])
             outputs.append(hit[2])
@@ -447,8 +458,14 @@ class IncrementalSanitizer:
         if start == 0 and is_plain_user_turn(messages, policy):
             tail = list(messages)  # what every built-in stage leaves of it (a fresh session)
         else:
-            # the stages as specs (worked out once): the same stages, names, orders, plugins
-            tail = full(list(messages[start:]), policy, specs, on_error=on_error)
+            # a new turn's first requests: the previous turn and the new prompt, which in the
+            # normal case come out as they are (``transcript.clean_turns``)
+            region = clean_region_outputs(messages[start:], policy, self._strips_details())
+            if region is not None:
+                tail = region
+            else:
+                # the stages as specs (worked out once): the same stages, names, orders, plugins
+                tail = full(list(messages[start:]), policy, specs, on_error=on_error)
         out = [*head, *tail]
         boundary = find_stable_boundary(messages, start)
         if boundary > start:
@@ -502,8 +519,12 @@ class IncrementalSanitizer:
         if role_of(context[0]) == "compactionSummary":
             parsed = parse_timestamp_ms(wget(context[0], "timestamp"))
             stamp = None if parsed is None else float(parsed)
+        strip = self._loop_strips_details(key[0])
+        if strip is None:
+            return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         self._loop = _LoopCache(key, found, inputs, out[:position], context, ids, allowed, stamp)
+        self._loop.strip_details = strip
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
         """The loop cache ``_open_loop`` would start after the pipeline ran over ``messages``:
@@ -511,12 +532,28 @@ class IncrementalSanitizer:
         whatever follows) and one complete tool group, which is the part still to sanitize.
         ``None`` for any other shape."""
         found = _loop_start(messages, 0)
-        if found is None:
+        strip = None if found is None else self._loop_strips_details(key[0])
+        if found is None or strip is None:
             return None
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         first = messages[0]
-        self._loop = _LoopCache(key, found, [first], [first], [first], set(), allowed)
-        return self._loop
+        loop = _LoopCache(key, found, [first], [first], [first], set(), allowed)
+        loop.strip_details = strip
+        self._loop = loop
+        return loop
+
+    def _strips_details(self) -> bool:
+        """Whether the stage removing results' ``details`` is among the current stages."""
+        seen = self._seen_sanitizers
+        return seen is None or seen.strips_details
+
+    def _loop_strips_details(self, policy: TranscriptPolicy) -> bool | None:
+        """Whether the stages remove a clean result's ``details`` under ``policy``, or
+        ``None`` when the policy is not of its declared types (a stage may raise on it and be
+        reported, so the pipeline must run: no loop cache)."""
+        if not has_declared_types(policy):
+            return None
+        return self._strips_details() and policy.wants("tool_result_details", True)
 
     def _advance_clean(
         self, messages: Sequence[Any], out: list[Any], loop: _LoopCache, tail: TailFacts

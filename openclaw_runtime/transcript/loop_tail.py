@@ -137,9 +137,11 @@ def _details_rule(present: bool, details: Any) -> tuple[bool, bool]:
     return True, True
 
 
-def sanitized(message: Any, facts: MessageFacts) -> Any:
-    """What the pipeline makes of a clean message: itself, or its copy without ``details``."""
-    return wdel(message, "details") if facts.strip_details else message
+def sanitized(message: Any, facts: MessageFacts, strip_details: bool) -> Any:
+    """What the pipeline makes of a clean message: itself, or its copy without ``details``
+    when the details stage runs (``strip_details``: it is among the stages and the policy
+    wants it; otherwise nothing changes a clean message)."""
+    return wdel(message, "details") if strip_details and facts.strip_details else message
 
 
 def _result_facts(message: Any) -> MessageFacts:

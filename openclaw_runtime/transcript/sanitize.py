@@ -69,6 +69,8 @@ __all__ = [
     "Sanitizer",
     "SanitizerSpec",
     "guard_transcript_sanitizer",
+    "has_declared_types",
+    "is_plain_user_message",
     "is_plain_user_turn",
     "run_transcript_sanitizers",
     "sanitize_session_history",
@@ -231,7 +233,11 @@ BUILTIN_SANITIZERS: tuple[SanitizerSpec, ...] = (
 )
 
 
-def _declared_types(policy: TranscriptPolicy) -> bool:
+def has_declared_types(policy: TranscriptPolicy) -> bool:
+    """Whether ``policy`` is a plain ``TranscriptPolicy`` whose fields the stages read before
+    looking at the messages have their declared types: then no built-in stage raises on it,
+    and what a stage does to a message is decided by the message and the policy's switches
+    only (the claims of ``is_plain_user_turn`` and ``transcript.clean_turns`` rest on it)."""
     limit = policy.image_max_bytes
     return (
         type(policy) is TranscriptPolicy  # no subclass overriding ``wants``
@@ -251,6 +257,19 @@ def _is_plain_text_block(block: Any) -> bool:
     return isinstance(text, str) and bool(text.strip())
 
 
+def is_plain_user_message(message: Any) -> bool:
+    """A user message of non-blank text only (a string, or text blocks each with something
+    to say): no blank text to fill or drop and no image, so every built-in stage leaves it as
+    it is wherever it stands, except first in a history that must start otherwise (none
+    must: the Google ordering only ever adds a user turn before an assistant one)."""
+    if role_of(message) != "user":
+        return False
+    content = wget(message, "content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    return isinstance(content, list) and bool(content) and all(map(_is_plain_text_block, content))
+
+
 def is_plain_user_turn(messages: Sequence[Any], policy: TranscriptPolicy) -> bool:
     """Whether ``messages`` is one user message of non-blank text only (a string, or text
     blocks each with something to say) and ``policy``'s fields have their declared types:
@@ -262,15 +281,9 @@ def is_plain_user_turn(messages: Sequence[Any], policy: TranscriptPolicy) -> boo
     reads before looking at the messages are of their types). So the built-in pipeline's
     output is a copy of the list, and the incremental sanitizer need not run it
     (``tests/test_plain_user_turn.py`` holds it against the full pipeline)."""
-    if len(messages) != 1 or not _declared_types(policy):
+    if len(messages) != 1 or not has_declared_types(policy):
         return False
-    message = messages[0]
-    if role_of(message) != "user":
-        return False
-    content = wget(message, "content")
-    if isinstance(content, str):
-        return bool(content.strip())
-    return isinstance(content, list) and bool(content) and all(map(_is_plain_text_block, content))
+    return is_plain_user_message(messages[0])
 
 
 # --------------------------------------------------------------------------- the runner

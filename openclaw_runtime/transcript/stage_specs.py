@@ -28,6 +28,8 @@ from .sanitize import BUILTIN_SANITIZERS, SanitizerSpec, _as_spec
 __all__ = ["StageSpecs", "build_stage_specs", "stage_specs"]
 
 _BUILTIN_FNS = frozenset(spec.fn for spec in BUILTIN_SANITIZERS)
+#: The stage that removes tool results' ``details`` (by function: a set may rename it).
+_DETAILS_FN = next(spec.fn for spec in BUILTIN_SANITIZERS if spec.name == "tool_result_details")
 #: How many sets of registrations are kept (a runtime has one at a time; a few runtimes in one
 #: process, or a registry that changed, make more).
 CACHE_SIZE = 16
@@ -45,6 +47,10 @@ class StageSpecs:
     builtin_only: bool
     #: ``(name, order)`` per stage: part of the incremental cache key.
     stages: tuple[tuple[str, int], ...]
+    #: Whether the stage removing tool results' ``details`` is among them: the only change
+    #: the stages make to a clean message (``loop_tail``, ``clean_turns``), so without it
+    #: (or with it switched off by the policy) a clean message comes out as it went in.
+    strips_details: bool = True
 
     def made_from(self, sanitizers: Sequence[Any]) -> bool:
         """Whether ``sanitizers`` are the very objects these specs were made from."""
@@ -61,6 +67,7 @@ def build_stage_specs(sanitizers: Sequence[Any]) -> StageSpecs:
         specs,
         all(spec.fn in _BUILTIN_FNS for spec in specs),
         tuple((spec.name, spec.order) for spec in specs),
+        any(spec.fn is _DETAILS_FN for spec in specs),
     )
 
 
