@@ -8,9 +8,10 @@ attempts, the usage, the terminal outcome, the reply payloads) comes back in one
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, get_args
 
 from ..abort import AbortSignal
 from ..agent.tools import AgentTool
@@ -49,6 +50,11 @@ class RunRequest:
       (``on_block_reply`` gets each block as a ``ReplyPayload``; default ``[agent.reply]
       block_streaming``). ``verbose``: inline tool summaries (``on``/True) or summaries and
       results (``full``) in the payloads (default ``[agent.reply] verbose``).
+
+    Every field is checked on construction: a wrong type is a ``TypeError``, a bad value a
+    ``ValueError``, each naming ``RunRequest.<field>`` (``RunRequest.tools[1]`` for an item).
+    ``tools``, ``images`` and ``messaging_tool_sent_texts`` take a list or tuple (not a
+    string, a single item or an iterator); ``None`` means none and becomes ``()``.
     """
 
     prompt: str
@@ -81,6 +87,48 @@ class RunRequest:
     verbose: bool | Literal["off", "on", "full"] | None = None
 
     def __post_init__(self) -> None:
+        # Every field is checked, cheapest test first (this runs once a run): a wrong type is
+        # a TypeError, a bad value a ValueError, each naming ``RunRequest.<field>``.
+        if not isinstance(self.prompt, str):
+            raise TypeError(f"RunRequest.prompt must be a str, got {type(self.prompt).__name__}")
+        for value in _optional_strs(self):  # blank strings keep their meaning
+            if value is not None and type(value) is not str:
+                _check_optional_strs(self)
+        if type(self.trigger) is not str and not isinstance(self.trigger, str):
+            _reject("trigger", "a str (user, manual, cron, heartbeat ...)", self.trigger)
+        level = self.thinking_level
+        if level is not None and (type(level) is not str or level not in _THINKING_LEVELS):
+            _reject_thinking_level(level)
+        # the three sequences: None means none; the default () is not walked
+        tools, images, texts = self.tools, self.images, self.messaging_tool_sent_texts
+        if tools is None:
+            self.tools = ()
+        elif tools is not _EMPTY:
+            _check_items("tools", tools, AgentTool)
+        if images is None:
+            self.images = ()
+        elif images is not _EMPTY:
+            _check_items("images", images, ImageContent)
+        if texts is None:
+            self.messaging_tool_sent_texts = ()
+        elif texts is not _EMPTY:
+            _check_items("messaging_tool_sent_texts", texts, str)
+        if self.fallbacks is not None:  # None: the configured chain
+            _check_fallbacks(self.fallbacks)
+        provenance, signal = self.input_provenance, self.abort_signal
+        if provenance is not None and not isinstance(provenance, Mapping):
+            _reject("input_provenance", "a mapping (dict) or None", provenance)
+        if signal is not None and not isinstance(signal, AbortSignal):
+            _reject("abort_signal", "an AbortSignal (AbortController().signal) or None", signal)
+        if self.block_streaming is not None and type(self.block_streaming) is not bool:
+            _reject("block_streaming", "a bool or None", self.block_streaming)
+        if type(self.lock_auth_profile) is not bool:
+            _reject("lock_auth_profile", "a bool", self.lock_auth_profile)
+        timeout_s, idle_timeout_s = self.timeout_s, self.idle_timeout_s
+        if timeout_s is not None and type(timeout_s) not in (float, int):
+            _check_seconds("timeout_s", timeout_s)
+        if idle_timeout_s is not None and type(idle_timeout_s) not in (float, int):
+            _check_seconds("idle_timeout_s", idle_timeout_s)
         if self.sender_is_owner is None:
             self.sender_is_owner = self.sender_id is None and self.group_id is None
         elif not isinstance(self.sender_is_owner, bool):
@@ -88,8 +136,6 @@ class RunRequest:
                 "RunRequest.sender_is_owner must be a bool, got "
                 f"{type(self.sender_is_owner).__name__}"
             )
-        if not isinstance(self.prompt, str):
-            raise TypeError(f"RunRequest.prompt must be a str, got {type(self.prompt).__name__}")
         if self.timeout_s is not None and not self.timeout_s >= 0:
             raise ValueError(f"RunRequest.timeout_s must be >= 0, got {self.timeout_s!r}")
         if self.idle_timeout_s is not None and not self.idle_timeout_s > 0:
@@ -110,6 +156,153 @@ class RunRequest:
             raise TypeError("RunRequest.on_block_reply must be callable")
         if self.lock_auth_profile and not self.auth_profile:
             raise ValueError("RunRequest.lock_auth_profile needs auth_profile")
+
+
+# validation of RunRequest's fields ---------------------------------------------------------------
+
+#: The ``str | None`` fields. A blank value keeps the meaning it has downstream (a blank
+#: session id or key: none given; a blank model: the default; a blank lane: ``main`` ...).
+_OPTIONAL_STR_FIELDS = (
+    "session_id",
+    "session_key",
+    "model",
+    "provider",
+    "system_prompt",
+    "lane",
+    "run_id",
+    "current_message_id",
+    "sender_id",
+    "group_id",
+    "auth_profile",
+)
+_optional_strs = operator.attrgetter(*_OPTIONAL_STR_FIELDS)
+#: The default of the three sequence fields, which needs no walk (a shared empty tuple; any
+#: other empty sequence is walked, which costs nothing either).
+_EMPTY: tuple[()] = ()
+#: Fields whose values an error never shows (they may hold secrets): type names only.
+_UNSHOWN = frozenset(
+    {"prompt", "system_prompt", "input_provenance", "images", "messaging_tool_sent_texts"}
+)
+_THINKING_LEVELS: frozenset[str] = frozenset(get_args(ThinkingLevel))
+#: What a sequence field holds, for its messages.
+_ITEM_NOUNS = {
+    "tools": "tools",
+    "images": "images (ImageContent)",
+    "messaging_tool_sent_texts": "str",
+    "fallbacks": "model names",
+}
+_SHOWN_STR_CHARS = 60
+
+
+def _got(value: object, *, show: bool = True) -> str:
+    """What a message says it got: the type name, with the value when it is short and plain
+    (a number, a bool, a short string when ``show``), or the name of a function or tool."""
+    kind = type(value).__name__
+    if value is None or type(value) in (bool, int, float):
+        return repr(value)
+    if isinstance(value, str):
+        return f"str {value!r}" if show and len(value) <= _SHOWN_STR_CHARS else "str"
+    if isinstance(value, AgentTool):
+        return f"{kind} {value.name!r}"
+    name = getattr(value, "__name__", None)
+    if callable(value) and isinstance(name, str):
+        return f"{kind} {name!r}"
+    return kind
+
+
+def _reject(name: str, expected: str, value: object) -> NoReturn:
+    raise TypeError(
+        f"RunRequest.{name} must be {expected}, got {_got(value, show=name not in _UNSHOWN)}"
+    )
+
+
+def _check_optional_strs(request: RunRequest) -> None:
+    """The ``str | None`` fields (a str subclass passes)."""
+    for name in _OPTIONAL_STR_FIELDS:
+        value = getattr(request, name)
+        if value is not None and not isinstance(value, str):
+            _reject(name, "a str or None", value)
+
+
+def _reject_thinking_level(value: object) -> NoReturn:
+    levels = ", ".join(get_args(ThinkingLevel))
+    if not isinstance(value, str):
+        _reject("thinking_level", f"one of {levels} or None", value)
+    raise ValueError(f"RunRequest.thinking_level must be one of {levels} or None, got {value!r}")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    """A real number of seconds: an int or float (a subclass passes), not a bool. NaN and
+    the range are the range checks' business (ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _reject(name, "a number of seconds (int or float) or None", value)
+
+
+def _sequence(name: str, value: object) -> Sequence[Any]:
+    """``value`` when it is a real sequence of items (a list, a tuple ...); otherwise a
+    ``TypeError`` saying what to pass instead. A string, a single item, a mapping, a set or an
+    iterator (a generator would be used up by the first look) is not a sequence of items."""
+    if (type(value) is list or type(value) is tuple) or (
+        isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+    ):
+        return value
+    noun = _ITEM_NOUNS[name]
+    got = _got(value, show=name not in _UNSHOWN)
+    message = f"RunRequest.{name} must be a list of {noun}, got {got}"
+    if name == "tools" and isinstance(value, AgentTool):
+        message += f": wrap one tool in a list (tools=[{value.name}])"
+    elif name == "tools" and isinstance(value, str):
+        message += ": pass the tools themselves (functions decorated with @tool) in a list"
+    elif name == "tools" and callable(value):
+        message += (
+            ": decorate it with @tool (from openclaw_runtime import tool) and wrap it in a list"
+        )
+    elif name == "fallbacks" and isinstance(value, str):
+        message += f": pass a list of model names (fallbacks=[{value!r}])"
+    elif isinstance(value, (str, bytes, bytearray, ImageContent)):
+        message += ": wrap one in a list"
+    elif not isinstance(value, Mapping) and hasattr(value, "__iter__"):
+        message += " (an iterator, generator or set is not accepted): pass a list, e.g. list(...)"
+    raise TypeError(message)
+
+
+def _check_items(name: str, value: object, item_type: type) -> None:
+    """``value`` is a sequence of ``item_type`` (subclasses pass); the error names the index."""
+    items = value if type(value) is list or type(value) is tuple else _sequence(name, value)
+    for item in items:
+        if type(item) is not item_type and not isinstance(item, item_type):
+            _reject_item(name, _index_of(items, item), item)
+
+
+def _index_of(items: Sequence[Any], item: object) -> int:
+    return next(i for i, candidate in enumerate(items) if candidate is item)
+
+
+def _reject_item(name: str, index: int, item: object) -> NoReturn:
+    where = f"RunRequest.{name}[{index}]"
+    if name == "tools":
+        message = f"{where} must be an AgentTool, got {_got(item)}"
+        if isinstance(item, str):
+            message += ": pass the tool itself (a function decorated with @tool), not its name"
+        elif callable(item):
+            message += ": decorate it with @tool (from openclaw_runtime import tool)"
+        raise TypeError(message)
+    if name == "images":
+        raise TypeError(f"{where} must be an ImageContent, got {_got(item, show=False)}")
+    raise TypeError(f"{where} must be a str, got {_got(item, show=False)}")
+
+
+def _check_fallbacks(value: object) -> None:
+    """A sequence of model names (non-blank strings); ``None`` (the configured chain) never
+    gets here."""
+    items = _sequence("fallbacks", value)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(
+                f"RunRequest.fallbacks[{index}] must be a model name (str), got {_got(item)}"
+            )
+        if not item.strip():
+            raise ValueError(f"RunRequest.fallbacks[{index}] must be a model name, got {item!r}")
 
 
 @dataclass(frozen=True, slots=True)
