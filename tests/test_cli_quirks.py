@@ -110,6 +110,34 @@ def test_bad_max_tokens_is_a_usage_error(server, env, command, value, message):
     assert server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("command", "value", "message"),
+    [
+        ("run", "nan", "Invalid value for '--timeout': 'nan' is not a number of seconds."),
+        ("run", "NaN", "Invalid value for '--timeout': 'NaN' is not a number of seconds."),
+        ("run", "-1", "Invalid value for '--timeout': -1.0 is not in the range x>=0."),
+        ("run", "soon", "Invalid value for '--timeout': 'soon' is not a valid float range."),
+        ("chat", "nan", "Invalid value for '--timeout': 'nan' is not a number of seconds."),
+    ],
+)
+def test_bad_timeout_is_a_usage_error(server, env, command, value, message):
+    """``nan`` passed click's ``FloatRange(min=0)`` (no comparison with it is true) and the
+    run's own check then raised a ``ValueError`` traceback."""
+    config = write_config(env / "c.toml", server.base_url)
+    args = [command, "--timeout", value] + (["Hello"] if command == "run" else [])
+    result = invoke(config, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert server.requests == []
+
+
+def test_a_timeout_of_zero_or_more_runs(server, env):
+    config = write_config(env / "c.toml", server.base_url)
+    for value in ("0", "30", "2.5", "inf"):
+        assert invoke(config, "run", "--timeout", value, "Hello").exit_code == 0, value
+
+
 @pytest.mark.parametrize("value", ["0", "-1", '"100"', "2.5", "true"])
 def test_bad_agent_max_tokens_in_config_exits_2(server, env, value):
     config = write_config(env / "c.toml", server.base_url, agent=f"max_tokens = {value}\n")

@@ -29,6 +29,7 @@ from .chat_live import LineReader, run_live_turn
 from .memory_option import apply_memory_option, memory_option
 from .run import (
     THINKING_LEVELS,
+    Seconds,
     TurnPrinter,
     max_tokens_option,
     model_options,
@@ -69,9 +70,7 @@ def chat_exit_code(succeeded: int, failed: int) -> int:
 @click.command()
 @_session_options
 @model_options
-@click.option(
-    "--timeout", type=click.FloatRange(min=0), default=None, help="Seconds one attempt may take."
-)
+@click.option("--timeout", type=Seconds(), default=None, help="Seconds one attempt may take.")
 @click.option(
     "--thinking", type=click.Choice(THINKING_LEVELS), default=None, help="Thinking level."
 )

@@ -77,6 +77,20 @@ def model_options(fn: F) -> F:
     )(fn)
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds, 0 or more: ``FloatRange(min=0)`` lets ``nan`` through (every
+    comparison with it is false), which the run would refuse with a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # NaN
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return number
+
+
 def max_tokens_option(fn: F) -> F:
     """``--max-tokens N``: the output cap of each model call."""
     return click.option(
@@ -228,7 +242,7 @@ async def run_turn(
 @model_options
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=None,
     help="Seconds one attempt may take (0: no limit; default [agent] timeout_seconds).",
 )
