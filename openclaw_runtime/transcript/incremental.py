@@ -30,7 +30,18 @@ context stands in for everything the stages look at outside the tail: the latest
 an earlier assistant turn of the same tool loop, the compaction stamp, a user-first history.
 In the normal case even that is skipped: when the part after the boundary is a *clean tail*
 (``transcript.loop_tail``: whole tool groups that no stage changes in any such context, told
-per message and read once per message), it is appended as it is.
+per message and read once per message), it is appended as it is. Until the loop has a second
+group, the boundary is the loop's first assistant turn and the context the user message alone
+(the first group is then in the part to sanitize, so nothing outside it is "an earlier
+assistant turn of the loop"); the context takes the first group in when the boundary moves
+past it. So only a loop's first request goes without the loop cache, and a fresh session's
+plain prompt followed by one group needs no stage at all.
+
+**A new turn.** The first two requests of a session's next turn sanitize the part after the
+last stable boundary: the previous turn and the new prompt (the boundary moves to the new
+prompt only once an assistant turn follows it). When that part is a *clean region*
+(``transcript.clean_turns``: plain prompts, clean text answers and clean tool groups, which no
+stage changes), it is taken as it is instead of running the stages.
 
 **Ids across the history.** A few rules match tool calls and results by id across the whole
 history: a signed-thinking turn that reuses an earlier call's id while its result is displaced
@@ -208,7 +219,8 @@ def find_tool_loop_boundary(
     The loop must be clean from its start: the user message, then tool groups (see
     :func:`_tool_group_end`), the last of which may still wait for results. The boundary is
     the last tool-calling assistant turn that follows at least one complete group; the first
-    group is the context, so the boundary is never before the loop's second assistant turn.
+    group is the context, so the boundary is never before the loop's second assistant turn
+    (``_loop_start`` gives the boundary of a loop with one group: its first assistant turn).
     ``resume`` (an earlier result for the same ``user``) skips the part already checked.
     """
     if user < 0 or user >= len(messages) or role_of(messages[user]) != "user":
