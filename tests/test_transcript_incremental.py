@@ -428,3 +428,93 @@ def test_a_clean_loops_requests_run_no_stage(earlier: str, want: list[int]) -> N
     # the context holds the prompt and the loop's first group once the boundary is past it
     assert loop.context == history[user : user + 3]
     assert loop.boundary.index == len(history) - 4
+
+
+def _lost_call_history() -> list[Any]:
+    """A session where a tool call never got its result (a process killed mid-tool)."""
+    lost = ToolCall(id="lost", name="read", arguments={})
+    return [
+        UserMessage(content="first", timestamp=1),
+        AssistantMessage(content=[TextContent(text="hi")], timestamp=2),
+        UserMessage(content="read it", timestamp=3),
+        AssistantMessage(content=[lost], stop_reason="toolUse", timestamp=4),
+    ]
+
+
+def test_a_call_without_result_stops_holding_boundaries_at_the_next_call() -> None:
+    """The pairing stage looks for a call's results only up to the next assistant turn with
+    calls (``pairing._classify``): from there the lost call is settled (a synthetic result
+    right after it), so a later user message can be a boundary again."""
+    messages = _lost_call_history()
+    later = ToolCall(id="c2", name="read", arguments={})
+    messages += [
+        UserMessage(content="again", timestamp=5),  # the lost call's frame is still open
+        AssistantMessage(content=[TextContent(text="ok")], timestamp=6),
+        UserMessage(content="now read", timestamp=7),
+    ]
+    assert find_stable_boundary(messages) == 2  # nothing after the lost call yet
+    messages += [
+        AssistantMessage(content=[later], stop_reason="toolUse", timestamp=8),
+        ToolResultMessage(tool_call_id="c2", tool_name="read", timestamp=9),
+        AssistantMessage(content=[TextContent(text="done")], timestamp=10),
+        UserMessage(content="next", timestamp=11),
+        AssistantMessage(content=[TextContent(text="fine")], timestamp=12),
+    ]
+    assert find_stable_boundary(messages) == 10  # the frame closed at the call at index 7
+    # a call of the new frame still waiting holds the boundaries after it
+    waiting = [*messages[:8], UserMessage(content="x", timestamp=9), *messages[10:]]
+    assert find_stable_boundary(waiting) == 2
+
+
+@pytest.mark.parametrize("below", range(0, 14))
+def test_a_boundary_below_an_index_equals_the_scan_of_the_part_before(below: int) -> None:
+    """``below``: the largest boundary before that index, confirmed by an assistant turn that
+    may come after it; never one a plain scan of the whole history would not give."""
+    history = History(5)
+    for _ in range(4):
+        history.turn()
+    messages = history.messages
+    got = find_stable_boundary(messages, below=below)
+    assert got < below or got == 0
+    # the same as the largest boundary of any longer scan that is before ``below``
+    candidates = {find_stable_boundary(messages[:end]) for end in range(len(messages) + 1)}
+    assert got == max([b for b in candidates if b < below], default=0)
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(8))
+def test_sessions_after_a_lost_result_equal_the_pipeline_and_cache_again(
+    policy_name: str, seed: int
+) -> None:
+    """After a call that never got its result, turns that call tools: every request equals
+    the full pipeline, and the cache moves past the lost call again (it used to stay before
+    it for good, so every later request ran the whole pipeline over everything after it)."""
+    policy = POLICIES[policy_name]
+    history = ToolLoopHistory(2_000 + seed)
+    history.messages = _lost_call_history()
+    incremental = IncrementalSanitizer()
+    for _ in range(6):
+        history.user()
+        for _ in range(history.rng.randint(1, 4)):
+            history.step()
+            messages = list(history.messages)
+            expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+            got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+            assert dumped(got) == dumped(expected), (seed, len(messages))
+        history.messages.append(history.assistant([TextContent(text="answer")]))
+    called = {
+        c.id for m in history.messages if isinstance(m, AssistantMessage) for c in m.tool_calls()
+    }
+    answered = {m.tool_call_id for m in history.messages if isinstance(m, ToolResultMessage)}
+    if called - answered == {"lost"}:  # (the random steps lost no other result)
+        assert incremental.cached_length > 4
+
+
+def test_a_user_message_at_or_after_below_passes_over_the_candidate_before_it() -> None:
+    """``[u, a, u1, u2, a2]``: ``u1`` is never a boundary (``u2`` takes its place before any
+    assistant turn follows), so nothing before index 3 is one either."""
+    u, a = UserMessage(content="u", timestamp=1), AssistantMessage(content=[TextContent(text="a")])
+    messages = [u, a, UserMessage(content="u1"), UserMessage(content="u2"), a]
+    assert find_stable_boundary(messages) == 3
+    assert find_stable_boundary(messages, below=3) == 0
+    assert find_stable_boundary(messages, below=4) == 3

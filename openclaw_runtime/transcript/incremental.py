@@ -4,7 +4,10 @@ The built-in pipeline is a function of the whole history, but the part of a hist
 *stable boundary* sanitizes the same way no matter what is appended after it. A boundary is a
 user message that
 
-* is preceded by no tool call still waiting for its result (pairing is closed),
+* is preceded by no tool call still waiting for its result (pairing is closed: the pairing
+  stage looks for a call's results only up to the next assistant turn with calls, so a call
+  whose result never came stops holding boundaries back there; a later result naming it is
+  in the part still to sanitize, which then runs in full, see "Ids across the history"),
 * is followed by at least one assistant turn that is replayed (not failed, not empty), so
   "the latest assistant turn", which some stages treat specially, lies after it, and
 * comes after every message the latest compaction kept (their usage is zeroed by the
@@ -89,8 +92,10 @@ __all__ = [
 _NO_IDS: frozenset[str] = frozenset()
 
 
-def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
-    """The largest stable boundary at or after ``start`` (module docstring), or ``start``.
+def find_stable_boundary(messages: Sequence[Any], start: int = 0, below: int | None = None) -> int:
+    """The largest stable boundary at or after ``start`` (module docstring), or ``start``;
+    with ``below``, the largest one before that index (what follows it is still read, for
+    the assistant turn that makes a user message a boundary).
 
     ``start`` must itself be a boundary (or 0): the scan only reads the messages after it.
     """
@@ -103,14 +108,22 @@ def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
     best = start
     candidate: int | None = None
     for index in range(start, len(messages)):
+        if below is not None and index >= below and candidate is None:
+            break  # no boundary before ``below`` waits for its assistant turn any more
         message = messages[index]
         role = role_of(message)
         if role == "assistant":
             if candidate is not None and _is_replayed_turn(message):
                 best = candidate
                 candidate = None
-            for call in extract_tool_calls_from_assistant(message):
-                open_calls.add(call.id)
+            calls = extract_tool_calls_from_assistant(message)
+            if calls:
+                # a new frame of the pairing stage (``pairing._classify``): results are only
+                # looked for up to the next assistant turn with calls, so the calls of the
+                # frame before are settled now (answered, or given a synthetic result right
+                # after them) whatever follows; a later result naming one of them is in the
+                # part still to sanitize, which then runs in full (``_prefix_ids``)
+                open_calls = {call.id for call in calls}
             continue
         if role == "toolResult":
             call_id = extract_tool_result_id(message)
@@ -123,6 +136,8 @@ def find_stable_boundary(messages: Sequence[Any], start: int = 0) -> int:
                 candidate = None
                 continue
         if role == "user" and index > 0 and not open_calls:
+            if below is not None and index >= below:
+                break  # it would take the candidate's place, and it is not before ``below``
             candidate = index
     return best
 
@@ -398,8 +413,9 @@ class IncrementalSanitizer:
         if limit == len(inputs) == len(outputs):
             return self._key, list(inputs)
         # a boundary strictly before the first change: the pipeline's output for the part
-        # before it is that part (the boundary message itself is still in place)
-        boundary = find_stable_boundary(inputs[:limit])
+        # before it is that part (the boundary message itself is still in place); the turn
+        # that makes it a boundary may follow the change
+        boundary = find_stable_boundary(inputs, below=limit)
         return (self._key, list(inputs[:boundary])) if boundary > 0 else None
 
     def run(
