@@ -441,18 +441,19 @@ def _lost_call_history() -> list[Any]:
     ]
 
 
-def test_a_call_without_result_stops_holding_boundaries_at_the_next_call() -> None:
-    """The pairing stage looks for a call's results only up to the next assistant turn with
-    calls (``pairing._classify``): from there the lost call is settled (a synthetic result
-    right after it), so a later user message can be a boundary again."""
+def test_a_call_whose_result_never_comes_holds_no_boundary() -> None:
+    """A call whose result never came (a process killed mid-tool) gets a synthetic result
+    right after it from the pairing stage, whatever follows, so user messages after it are
+    boundaries again. A call whose result does come later (displaced), or a later result
+    naming no id (a legacy result may answer a turn's only call), still holds them back."""
     messages = _lost_call_history()
-    later = ToolCall(id="c2", name="read", arguments={})
     messages += [
-        UserMessage(content="again", timestamp=5),  # the lost call's frame is still open
+        UserMessage(content="again", timestamp=5),
         AssistantMessage(content=[TextContent(text="ok")], timestamp=6),
-        UserMessage(content="now read", timestamp=7),
+        UserMessage(content="more", timestamp=7),
     ]
-    assert find_stable_boundary(messages) == 2  # nothing after the lost call yet
+    assert find_stable_boundary(messages) == 4
+    later = ToolCall(id="c2", name="read", arguments={})
     messages += [
         AssistantMessage(content=[later], stop_reason="toolUse", timestamp=8),
         ToolResultMessage(tool_call_id="c2", tool_name="read", timestamp=9),
@@ -460,10 +461,53 @@ def test_a_call_without_result_stops_holding_boundaries_at_the_next_call() -> No
         UserMessage(content="next", timestamp=11),
         AssistantMessage(content=[TextContent(text="fine")], timestamp=12),
     ]
-    assert find_stable_boundary(messages) == 10  # the frame closed at the call at index 7
-    # a call of the new frame still waiting holds the boundaries after it
-    waiting = [*messages[:8], UserMessage(content="x", timestamp=9), *messages[10:]]
-    assert find_stable_boundary(waiting) == 2
+    assert find_stable_boundary(messages) == 10
+    # the lost call's result arrives after all: no boundary between the call and it
+    displaced = [*messages[:6], ToolResultMessage(tool_call_id="lost", tool_name="read")]
+    displaced += [UserMessage(content="then", timestamp=13), messages[5]]
+    assert find_stable_boundary(displaced) == 7
+    assert find_stable_boundary(displaced[:7]) == 2
+    # a result naming no id may answer the lost call (its turn's only call)
+    idless = [*messages[:6], ToolResultMessage(tool_call_id="", tool_name="read")]
+    assert find_stable_boundary(idless) == 2
+    # the next frame's call, still waiting, holds the boundaries after it while its
+    # result is yet to come in the history
+    waiting = [*messages[:8], UserMessage(content="x", timestamp=9), *messages[8:]]
+    assert find_stable_boundary(waiting[:10]) == 6
+    assert find_stable_boundary(waiting) == 11
+
+
+def test_the_cached_part_is_left_when_the_rest_answers_it() -> None:
+    """A cached boundary past a lost call: a later result naming the lost call, or naming
+    no id before the next call, sends the request through the whole pipeline (the answer
+    equals it either way)."""
+    policy = POLICIES["openai"]
+    base = [
+        *_lost_call_history(),
+        UserMessage(content="again", timestamp=5),
+        AssistantMessage(content=[TextContent(text="ok")], timestamp=6),
+        UserMessage(content="more", timestamp=7),
+        AssistantMessage(content=[TextContent(text="sure")], timestamp=8),
+    ]
+    ran: list[int] = []
+
+    def counting(m: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        ran.append(len(m))
+        return run_transcript_sanitizers(m, *args, **kwargs)
+
+    for late in (
+        ToolResultMessage(tool_call_id="lost", tool_name="read", content=[TextContent(text="r")]),
+        ToolResultMessage(tool_call_id="", tool_name="read", content=[TextContent(text="r")]),
+    ):
+        incremental = IncrementalSanitizer()
+        incremental.run(list(base), policy, BUILTIN_SANITIZERS)
+        assert incremental.cached_length == 6  # the boundary past the lost call
+        messages = [*base, late, UserMessage(content="last", timestamp=9)]
+        ran.clear()
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=counting)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected)
+        assert ran == [len(messages)]  # from the start, not from the cached boundary
 
 
 @pytest.mark.parametrize("below", range(0, 14))
@@ -518,3 +562,37 @@ def test_a_user_message_at_or_after_below_passes_over_the_candidate_before_it() 
     assert find_stable_boundary(messages) == 3
     assert find_stable_boundary(messages, below=3) == 0
     assert find_stable_boundary(messages, below=4) == 3
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(10))
+def test_text_turns_after_a_lost_result_equal_the_pipeline(policy_name: str, seed: int) -> None:
+    """After a call whose result never came: text-only turns, now and then a tool turn, the
+    lost call's result arriving late, or a result naming no id. Every request equals the full
+    pipeline; the cache moves past the lost call while nothing answers it."""
+    policy = POLICIES[policy_name]
+    rng = random.Random(3_000 + seed)
+    history = ToolLoopHistory(3_000 + seed)
+    history.messages = _lost_call_history()
+    incremental = IncrementalSanitizer()
+    moved = False
+    for _ in range(12):
+        history.user()
+        kind = rng.random()
+        if kind < 0.2:
+            history.step()
+        elif kind < 0.27:
+            history.messages.append(
+                ToolResultMessage(
+                    tool_call_id=rng.choice(["lost", ""]),
+                    tool_name="read",
+                    content=[TextContent(text="late")],
+                )
+            )
+        messages = list(history.messages)
+        expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+        got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+        assert dumped(got) == dumped(expected), (seed, len(messages))
+        history.messages.append(history.assistant([TextContent(text="answer")]))
+        moved = moved or incremental.cached_length > 4
+    assert moved

@@ -4,10 +4,11 @@ The built-in pipeline is a function of the whole history, but the part of a hist
 *stable boundary* sanitizes the same way no matter what is appended after it. A boundary is a
 user message that
 
-* is preceded by no tool call still waiting for its result (pairing is closed: the pairing
-  stage looks for a call's results only up to the next assistant turn with calls, so a call
-  whose result never came stops holding boundaries back there; a later result naming it is
-  in the part still to sanitize, which then runs in full, see "Ids across the history"),
+* is preceded by no tool call still waiting for a result that comes later (pairing is
+  closed: the pairing stage looks for a call's results only up to the next assistant turn
+  with calls, and a call whose result never came gets a synthetic one right after it whatever
+  follows; a later result naming it, or naming no id, is in the part still to sanitize,
+  which then runs in full, see "Ids across the history"),
 * is followed by at least one assistant turn that is replayed (not failed, not empty), so
   "the latest assistant turn", which some stages treat specially, lies after it, and
 * comes after every message the latest compaction kept (their usage is zeroed by the
@@ -105,6 +106,7 @@ def find_stable_boundary(messages: Sequence[Any], start: int = 0, below: int | N
         stamp = parse_timestamp_ms(wget(messages[0], "timestamp"))
         compaction_stamp = float(stamp) if stamp is not None else None
     open_calls: set[str] = set()
+    later: tuple[dict[str, int], int] | None = None  # ``_results_after``, when first needed
     best = start
     candidate: int | None = None
     for index in range(start, len(messages)):
@@ -135,11 +137,42 @@ def find_stable_boundary(messages: Sequence[Any], start: int = 0, below: int | N
             if stamp is None or stamp <= compaction_stamp:
                 candidate = None
                 continue
-        if role == "user" and index > 0 and not open_calls:
+        if role == "user" and index > 0:
+            if open_calls:
+                if later is None:
+                    later = _results_after(messages, start)
+                if not _lost(open_calls, index, later):
+                    continue
             if below is not None and index >= below:
                 break  # it would take the candidate's place, and it is not before ``below``
             candidate = index
     return best
+
+
+def _results_after(messages: Sequence[Any], start: int) -> tuple[dict[str, int], int]:
+    """Where the tool results from ``start`` on are: the last index of a result for each
+    id, and the last index of a result that names no id (-1: none)."""
+    last: dict[str, int] = {}
+    no_id = -1
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if role_of(message) == "toolResult":
+            ids = extract_tool_result_ids(message)
+            if not ids:
+                no_id = index
+            for call_id in ids:
+                last[call_id] = index
+    return last, no_id
+
+
+def _lost(open_calls: AbstractSet[str], index: int, later: tuple[dict[str, int], int]) -> bool:
+    """Whether calls still waiting at ``index`` wait for good, as far as the history goes: no
+    result after ``index`` names one of them, and none there names no id (a legacy result may
+    answer a turn's only call). Then the pairing stage gives each a synthetic result right
+    after its call whatever follows, as long as nothing later names them, which the cached
+    ids check (``_names_cached``) makes the part still to sanitize run in full for."""
+    last, no_id = later
+    return no_id < index and all(last.get(call_id, -1) < index for call_id in open_calls)
 
 
 def boundary_holds_after(messages: Sequence[Any], index: int) -> bool:
@@ -271,6 +304,22 @@ def _call_ids(messages: Sequence[Any]) -> set[str]:
         elif role == "toolResult":
             ids.update(extract_tool_result_ids(message))
     return ids
+
+
+def _names_cached(cached_ids: AbstractSet[str], rest: Sequence[Any]) -> bool:
+    """Whether the part after a stable boundary (``rest``) may change the cached part before
+    it: it names one of its ids, or before its first assistant turn with calls holds a
+    result that names no id (a legacy result may answer the only call of a turn still
+    waiting at the boundary, ``pairing.normalize_legacy_result_id``)."""
+    if not cached_ids.isdisjoint(_call_ids(rest)):
+        return True
+    for message in rest:
+        role = role_of(message)
+        if role == "assistant" and extract_tool_calls_from_assistant(message):
+            return False
+        if role == "toolResult" and not extract_tool_result_ids(message):
+            return True
+    return False
 
 
 def _predates_compaction(messages: Sequence[Any], start: int) -> bool:
@@ -478,7 +527,7 @@ class IncrementalSanitizer:
         if (
             key == self._key
             and _extends(self._inputs, messages)
-            and self._prefix_ids.isdisjoint(_call_ids(messages[len(self._inputs) :]))
+            and not _names_cached(self._prefix_ids, messages[len(self._inputs) :])
             and not _predates_compaction(messages, len(self._inputs))
         ):
             start = len(self._inputs)
