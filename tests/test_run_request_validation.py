@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime import Runtime
+from openclaw_runtime import Runtime, tool
 from openclaw_runtime.abort import AbortController
 from openclaw_runtime.events import Event
 from openclaw_runtime.messages import ImageContent
@@ -38,6 +38,12 @@ def plain_function(path: str) -> str:
 
 
 async def plain_coroutine(path: str) -> str:
+    return path
+
+
+@tool(name="read")
+async def other_read(path: str) -> str:
+    """Another tool of the same name."""
     return path
 
 
@@ -74,6 +80,13 @@ BAD: list[tuple[dict[str, Any], type[Exception], str, str]] = [
     ({"tools": {"read"}}, TypeError, "RunRequest.tools must be a list", "not accepted"),
     ({"tools": (t for t in [read])}, TypeError, "RunRequest.tools must be a list", "generator"),
     ({"tools": [read, None]}, TypeError, "RunRequest.tools[1] must be an AgentTool", "None"),
+    ({"tools": (read, read)}, ValueError, "RunRequest.tools[1] is named 'read'", "twice"),
+    (
+        {"tools": [read, other_read]},
+        ValueError,
+        "RunRequest.tools[1] is named 'read', as RunRequest.tools[0] is",
+        "must be unique",
+    ),
     ({"images": IMAGE}, TypeError, "RunRequest.images must be a list", "wrap one"),
     ({"images": ["aGk="]}, TypeError, "RunRequest.images[0] must be an ImageContent", "str"),
     ({"images": b"png"}, TypeError, "RunRequest.images must be a list", "bytes"),
@@ -184,7 +197,7 @@ GOOD: list[tuple[dict[str, Any], str, Any]] = [
     ({"images": None}, "images", ()),
     ({"messaging_tool_sent_texts": None}, "messaging_tool_sent_texts", ()),
     ({"tools": TOOLS}, "tools", SAME),  # a valid list is kept, not copied
-    ({"tools": (read, read)}, "tools", SAME),
+    ({"tools": (read,)}, "tools", SAME),
     ({"tools": []}, "tools", SAME),
     ({"tools": UserList([read])}, "tools", SAME),  # any real Sequence
     ({"images": [IMAGE]}, "images", SAME),

@@ -105,6 +105,8 @@ class RunRequest:
             self.tools = ()
         elif tools is not _EMPTY:
             _check_items("tools", tools, AgentTool)
+            if len(tools) > 1:
+                _check_tool_names(tools)
         if images is None:
             self.images = ()
         elif images is not _EMPTY:
@@ -272,6 +274,21 @@ def _check_items(name: str, value: object, item_type: type) -> None:
     for item in items:
         if type(item) is not item_type and not isinstance(item, item_type):
             _reject_item(name, _index_of(items, item), item)
+
+
+def _check_tool_names(tools: Sequence[AgentTool]) -> None:
+    """No two tools of one name: a provider refuses a request offering them (and a call to
+    that name could not say which tool it meant). The same tool twice is refused too: it is
+    most likely two lists joined by mistake."""
+    seen: dict[str, int] = {}
+    for index, tool in enumerate(tools):
+        first = seen.setdefault(tool.name, index)
+        if first != index:
+            raise ValueError(
+                f"RunRequest.tools[{index}] is named {tool.name!r}, as RunRequest.tools[{first}] "
+                "is: tool names must be unique"
+                + (" (the same tool twice)" if tools[first] is tool else "")
+            )
 
 
 def _index_of(items: Sequence[Any], item: object) -> int:
