@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import AssistantMessage, TextContent
-from .loop_tail import message_facts, sanitized
+from .loop_tail import is_clean_text_block, message_facts, sanitized
 from .policy import TranscriptPolicy
 from .sanitize import has_declared_types, is_plain_user_message
 from .tool_calls import normalize_allowed_names
@@ -63,15 +63,7 @@ def _wire_clean_text_answer(message: Any) -> bool:
     if role_of(message) != "assistant" or wget(message, "stopReason") in ("error", "aborted"):
         return False
     content = wget(message, "content")
-    if not isinstance(content, list) or not content:
-        return False
-    for block in content:
-        if wget(block, "type") != "text":
-            return False
-        text = wget(block, "text")
-        if not isinstance(text, str) or not text.strip():
-            return False
-    return True
+    return isinstance(content, list) and bool(content) and all(map(is_clean_text_block, content))
 
 
 def clean_region_outputs(

@@ -600,8 +600,9 @@ class IncrementalSanitizer:
         if strip is None:
             return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
-        self._loop = _LoopCache(key, found, inputs, out[:position], context, ids, allowed, stamp)
-        self._loop.strip_details = strip
+        self._loop = _LoopCache(
+            key, found, inputs, out[:position], context, ids, allowed, stamp, strip_details=strip
+        )
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
         """The loop cache ``_open_loop`` would start after the pipeline ran over ``messages``:
@@ -614,10 +615,10 @@ class IncrementalSanitizer:
             return None
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         first = messages[0]
-        loop = _LoopCache(key, found, [first], [first], [first], set(), allowed)
-        loop.strip_details = strip
-        self._loop = loop
-        return loop
+        self._loop = _LoopCache(
+            key, found, [first], [first], [first], set(), allowed, strip_details=strip
+        )
+        return self._loop
 
     def _strips_details(self) -> bool:
         """Whether the stage removing results' ``details`` is among the current stages."""

@@ -54,6 +54,7 @@ __all__ = [
     "TailFacts",
     "clean_facts",
     "clean_tail",
+    "is_clean_text_block",
     "message_facts",
     "sanitized",
 ]
@@ -83,7 +84,8 @@ class MessageFacts(NamedTuple):
     strip_details: bool = False
 
 
-def _clean_text(block: Any) -> bool:
+def is_clean_text_block(block: Any) -> bool:
+    """A text block with something to say: no stage fills, drops or splits it."""
     if wget(block, "type") != "text":
         return False
     text = wget(block, "text")
@@ -114,7 +116,7 @@ def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFac
         bool(ids)
         and wget(message, "stopReason") not in ("error", "aborted")
         and isinstance(content, list)
-        and all(_clean_text(block) or _clean_call(block, allowed) for block in content)
+        and all(is_clean_text_block(block) or _clean_call(block, allowed) for block in content)
     )
     stamp = parse_timestamp_ms(wget(message, "timestamp"))
     return MessageFacts(
@@ -157,7 +159,7 @@ def _result_facts(message: Any) -> MessageFacts:
         and details_ok
         and isinstance(content, list)
         and bool(content)
-        and all(_clean_text(block) for block in content)
+        and all(is_clean_text_block(block) for block in content)
     )
     return MessageFacts("toolResult", ids, clean, strip_details=clean and strip)
 

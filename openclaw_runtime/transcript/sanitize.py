@@ -46,6 +46,7 @@ from ..messages import Usage
 from .blank_user import fill_blank_user_turns
 from .entries import parse_timestamp_ms
 from .images import sanitize_session_messages_images
+from .loop_tail import is_clean_text_block
 from .pairing import sanitize_tool_use_result_pairing
 from .pairing import strip_tool_result_details as _strip_details
 from .policy import (
@@ -250,13 +251,6 @@ def has_declared_types(policy: TranscriptPolicy) -> bool:
     )
 
 
-def _is_plain_text_block(block: Any) -> bool:
-    if wget(block, "type") != "text":
-        return False
-    text = wget(block, "text")
-    return isinstance(text, str) and bool(text.strip())
-
-
 def is_plain_user_message(message: Any) -> bool:
     """A user message of non-blank text only (a string, or text blocks each with something
     to say): no blank text to fill or drop and no image, so every built-in stage leaves it as
@@ -267,7 +261,7 @@ def is_plain_user_message(message: Any) -> bool:
     content = wget(message, "content")
     if isinstance(content, str):
         return bool(content.strip())
-    return isinstance(content, list) and bool(content) and all(map(_is_plain_text_block, content))
+    return isinstance(content, list) and bool(content) and all(map(is_clean_text_block, content))
 
 
 def is_plain_user_turn(messages: Sequence[Any], policy: TranscriptPolicy) -> bool:
