@@ -271,9 +271,9 @@ def _sequence(name: str, value: object) -> Sequence[Any]:
 def _check_items(name: str, value: object, item_type: type) -> None:
     """``value`` is a sequence of ``item_type`` (subclasses pass); the error names the index."""
     items = value if type(value) is list or type(value) is tuple else _sequence(name, value)
-    for item in items:
+    for index, item in enumerate(items):
         if type(item) is not item_type and not isinstance(item, item_type):
-            _reject_item(name, _index_of(items, item), item)
+            _reject_item(name, index, item)
 
 
 def _check_tool_names(tools: Sequence[AgentTool]) -> None:
@@ -289,10 +289,6 @@ def _check_tool_names(tools: Sequence[AgentTool]) -> None:
                 "is: tool names must be unique"
                 + (" (the same tool twice)" if tools[first] is tool else "")
             )
-
-
-def _index_of(items: Sequence[Any], item: object) -> int:
-    return next(i for i, candidate in enumerate(items) if candidate is item)
 
 
 def _reject_item(name: str, index: int, item: object) -> NoReturn:
