@@ -1,0 +1,271 @@
+"""Where a tool loop's cost goes: ``Runtime.run`` with one layer at a time made a pass-through.
+
+``tool_loop.py`` says how far a tool-calling turn is from its target (a tenth of
+pydantic-ai's). This script says what the rest is made of. It runs the same memory-mode
+loop as ``tool_loop.py`` (the model calls ``read`` K times, then answers) on the runtime as
+it is and on copies with **one layer replaced by a pass-through**, each in its own process:
+
+* ``- transcript pipeline``: the per-request sanitizers and turn validation
+  (``runner.attempt._Pipeline``) hand the history on as it is;
+* ``- context guard``: no tool-result projection and no mid-turn overflow precheck
+  (``context.guard.ToolResultContextGuard``: only the transform it wraps runs);
+* ``- persistence``: no message reaches the session (``SessionWriter.append_message``
+  returns a fresh id and stores nothing);
+* ``- stream repair``: the provider's stream reaches the loop as it is (no plain-text
+  tool-call repair, no reply-tag splitting: ``repair.compose``);
+* ``- all four`` together;
+
+next to the **kernel floor** (the bare agent loop, as in ``tool_loop.py``) and
+**pydantic-ai**. None of the pass-throughs is a mode of the runtime: each drops a guarantee
+(the transcript a provider accepts, a context that fits, a session that survives the
+process, repaired tool calls), so they only measure what the guarantee costs.
+
+Each process measures the median process CPU of a run at K = 10 and K = 50 (runs of both K
+interleaved after a warm-up); processes alternate side by side, round by round. From the two
+medians: the **marginal** cost of one more tool call ((T50 − T10) / 40), the **fixed** cost of
+a run (T10 − 10 × marginal), and the cost per tool-calling turn at K = 10 (T10 / 10) as a
+ratio to pydantic-ai's. A layer's share is the runtime's figure minus the figure without it.
+The load average is printed with the result.
+
+Run:  .venv/bin/python benchmarks/tool_loop_parts.py [--rounds 5] [--runs 120]
+Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+KS = (10, 50)
+SIDES = (
+    "runtime",
+    "- transcript pipeline",
+    "- context guard",
+    "- persistence",
+    "- stream repair",
+    "- all four",
+    "kernel floor",
+    "pydantic-ai",
+)
+LAYERS = ("transcript pipeline", "context guard", "persistence", "stream repair")
+
+
+def _replace(owner: Any, name: str, value: Any) -> None:
+    """Set ``owner.name`` after checking it exists (a renamed layer must fail loudly here,
+    not leave the side measuring the runtime as it is)."""
+    if not hasattr(owner, name):
+        raise SystemExit(f"tool_loop_parts: {owner.__name__}.{name} no longer exists")
+    setattr(owner, name, value)
+
+
+def pass_through(layer: str) -> None:
+    """Replace ``layer`` by a pass-through in this process."""
+    if layer == "transcript pipeline":
+        from openclaw_runtime.runner import attempt
+
+        def pipeline(self: Any, messages: list[Any], _signal: Any) -> list[Any]:
+            return messages
+
+        _replace(attempt._Pipeline, "__call__", pipeline)
+    elif layer == "context guard":
+        import inspect
+
+        from openclaw_runtime.context import guard
+
+        async def guarded(self: Any, messages: list[Any], signal: Any = None) -> list[Any]:
+            if self.inner is None:
+                return messages
+            out = self.inner(messages, signal)
+            return await out if inspect.isawaitable(out) else list(out)
+
+        _replace(guard.ToolResultContextGuard, "__call__", guarded)
+    elif layer == "persistence":
+        from openclaw_runtime.transcript import append
+
+        async def append_message(self: Any, message: Any, *, append_mode: Any = None) -> str:
+            return uuid.uuid4().hex[:8]
+
+        _replace(append.SessionWriter, "append_message", append_message)
+    elif layer == "stream repair":
+        from openclaw_runtime.repair import compose
+
+        def provider_stream(self: Any, model: Any, context: Any, options: Any) -> Any:
+            return self.__wrapped__(model, context, options)
+
+        _replace(compose._RepairedStreamFn, "__call__", provider_stream)
+    else:
+        raise ValueError(layer)
+
+
+async def _side_runs(side: str, runs: int) -> dict[int, float]:
+    """Median process CPU (µs) of one run of ``side`` at each K."""
+    import tool_loop as tl
+    from agent_turn import make_runtime
+
+    fns: dict[int, Callable[[], Any]] = {}
+    with tempfile.TemporaryDirectory() as name:
+        runtimes = []
+        if side == "kernel floor":
+            kernel = tl.kernel_floor()
+            for k in KS:
+                fns[k] = functools.partial(kernel, k)
+        elif side == "pydantic-ai":
+            from pydantic_ai.usage import UsageLimits
+
+            limits = UsageLimits(request_limit=max(KS) + 10)
+            for k in KS:
+                agent = tl.pydantic_ai_agent(k)
+                fns[k] = functools.partial(agent.run, tl.PROMPT, usage_limits=limits)
+        else:
+            layers = LAYERS if side == "- all four" else () if side == "runtime" else (side[2:],)
+            for layer in layers:
+                pass_through(layer)
+            for k in KS:
+                stream = _counted(tl.loop_stream(k))
+                runtime = make_runtime(Path(name) / f"k{k}", stream, memory=True)
+                runtimes.append(runtime)
+
+                def run(runtime: Any = runtime) -> Any:
+                    return runtime.run(
+                        tl.PROMPT, session_id=uuid.uuid4().hex, tools=[tl.read], model="fake/m1"
+                    )
+
+                fns[k] = run
+        for k in KS:  # validation: K tool calls, then the answer
+            _MODEL_CALLS[0] = 0
+            await _check(side, k, await fns[k]())
+        for _ in range(20):  # warm-up
+            for k in KS:
+                await fns[k]()
+        times: dict[int, list[float]] = {k: [] for k in KS}
+        gc.collect()
+        for _ in range(runs):
+            for k in KS:
+                start = time.process_time()
+                await fns[k]()
+                times[k].append(time.process_time() - start)
+        for runtime in runtimes:
+            await runtime.aclose()
+    return {k: statistics.median(v) * 1e6 for k, v in times.items()}
+
+
+_MODEL_CALLS = [0]
+
+
+def _counted(stream_fn: Any) -> Any:
+    """``stream_fn`` counting its calls in ``_MODEL_CALLS`` (one per model request)."""
+
+    def stream(model: Any, context: Any, options: Any) -> Any:
+        _MODEL_CALLS[0] += 1
+        return stream_fn(model, context, options)
+
+    return stream
+
+
+async def _check(side: str, k: int, result: Any) -> None:
+    """The run made K tool calls and answered (a pass-through that broke the loop would
+    measure something else)."""
+    if side == "pydantic-ai":
+        calls = sum(1 for message in result.all_messages() if message.kind == "response") - 1
+    elif side == "kernel floor":
+        calls = sum(1 for message in result if message.role == "toolResult")
+    else:
+        if not (result.ok and result.attempts == 1 and result.payloads):
+            raise SystemExit(f"tool_loop_parts: {side} K={k} did not answer in one attempt")
+        calls = _MODEL_CALLS[0] - 1  # every request but the last one called the tool
+    if calls != k:
+        raise SystemExit(f"tool_loop_parts: {side} K={k} ran {calls} tool calls, not {k}")
+
+
+def child(side: str, runs: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    print(json.dumps(anyio.run(_side_runs, side, runs)))
+
+
+def _fit(t: dict[int, float]) -> tuple[float, float]:
+    marginal = (t[50] - t[10]) / 40
+    return marginal, t[10] - 10 * marginal
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=120, help="runs per K in each process")
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        child(args.side, args.runs)
+        return
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
+    results: dict[str, list[dict[int, float]]] = {side: [] for side in SIDES}
+    load_before = os.getloadavg()
+    for round_ in range(args.rounds):
+        order = SIDES if round_ % 2 == 0 else tuple(reversed(SIDES))
+        for side in order:
+            out = subprocess.run(
+                [sys.executable, __file__, "--side", side, "--runs", str(args.runs)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            results[side].append({int(k): v for k, v in json.loads(out).items()})
+    load_after = os.getloadavg()
+    medians = {
+        side: {k: statistics.median(r[k] for r in rows) for k in KS}
+        for side, rows in results.items()
+    }
+    load = " ".join(f"{x:.2f}" for x in (*load_before, *load_after))
+    print(
+        f"\nmemory mode, {args.rounds} rounds × one process per side × {args.runs} runs per K;"
+        f" load average before / after: {load}"
+    )
+    print("process CPU, median of the processes' medians (µs)")
+    theirs = medians["pydantic-ai"][10] / 10
+    print(
+        f"  {'side':24s} {'run K=10':>9s} {'run K=50':>9s} {'per call':>9s} {'fixed':>8s}"
+        f" {'K=10 per turn':>14s}"
+    )
+    for side in SIDES:
+        t = medians[side]
+        marginal, fixed = _fit(t)
+        print(
+            f"  {side:24s} {t[10]:9,.0f} {t[50]:9,.0f} {marginal:9,.1f} {fixed:8,.0f}"
+            f" {t[10] / 10:8,.0f} ({t[10] / 10 / theirs:.3f}×)"
+        )
+    marginal, fixed = _fit(medians["runtime"])
+    print("\nwhat each layer costs (the runtime's figure minus the figure without it)")
+    print(f"  {'layer':26s} {'per call':>9s} {'fixed':>8s} {'K=10 per turn':>14s}")
+    rows = [(layer, medians["runtime"], medians[f"- {layer}"]) for layer in (*LAYERS, "all four")]
+    rows.append(("the rest above the kernel", medians["- all four"], medians["kernel floor"]))
+    for label, with_it, without in rows:
+        m_with, f_with = _fit(with_it)
+        m_without, f_without = _fit(without)
+        share = (with_it[10] - without[10]) / 10
+        print(
+            f"  {label:26s} {m_with - m_without:9,.1f} {f_with - f_without:8,.0f}"
+            f" {share:8,.0f} ({share / theirs:.3f}×)"
+        )
+    ours = medians["runtime"][10] / 10
+    print(
+        f"\ntarget: 0.1× of pydantic-ai's {theirs:,.0f} µs per turn at K=10,"
+        f" {theirs / 10:,.0f} µs; the runtime: {ours:,.0f} µs"
+    )
+
+
+if __name__ == "__main__":
+    main()
