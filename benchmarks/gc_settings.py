@@ -15,12 +15,19 @@ call sleeping 10 ms) and the same batch calling the stream function directly, an
 process CPU per run above that floor, the collector's CPU per run and the collections per
 generation. Alternate settings process by process and compare within one sitting.
 
-Run:  .venv/bin/python benchmarks/gc_settings.py --mode memory --setting threshold
+With ``--census`` it then holds one more batch at its model calls (``agent_turn._Census``) and
+counts the objects the collector tracks (``gc.get_objects()``, after a collection) against the
+count before the batch: what each in-flight run gives every collection to traverse, by type.
+The number of young collections a batch makes follows from it (one per 700 net allocations of
+tracked objects), and so does much of the full ones' work.
+
+Run:  .venv/bin/python benchmarks/gc_settings.py --mode memory --setting threshold [--census]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import os
 import sys
@@ -55,7 +62,7 @@ class _Collector:
             self.collections[info["generation"]] += 1
 
 
-async def main(mode: str, setting: str, batches: int) -> None:
+async def main(mode: str, setting: str, batches: int, census: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gc-settings-"))
     runtime = at.make_runtime(
         tmp / "state", at.sleeping_stream, max_concurrent=RUNS, memory=mode == "memory"
@@ -107,7 +114,39 @@ async def main(mode: str, setting: str, batches: int) -> None:
             f"collections per generation {collector.collections}"
         )
     gc.callbacks.remove(collector)
+    if census:
+        await _census(runtime)
     await runtime.aclose()
+
+
+def _tracked() -> collections.Counter[str]:
+    gc.collect()
+    return collections.Counter(
+        f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects()
+    )
+
+
+async def _census(runtime: Any) -> None:
+    """Tracked objects per in-flight run: a batch held at its model calls, by type."""
+    before = _tracked()
+    held = at._Census(RUNS)
+    at._census = held
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(RUNS):
+                tg.start_soon(
+                    lambda: runtime.run(at.PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+                )
+            with anyio.fail_after(300):  # a run that never reaches its model call
+                await held.all_in.wait()
+            during = _tracked()
+            held.release.set()
+    finally:
+        at._census = None
+    grown = during - before
+    print(f"  objects the collector tracks, per in-flight run: {grown.total() / RUNS:,.1f}")
+    for name, count in grown.most_common(12):
+        print(f"    {count / RUNS:6.2f}  {name.removeprefix('builtins.')}")
 
 
 def cli() -> None:
@@ -117,8 +156,11 @@ def cli() -> None:
         "--setting", choices=["default", "threshold", "freeze", "both"], default="default"
     )
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument(
+        "--census", action="store_true", help="count what an in-flight run holds for the GC"
+    )
     args = parser.parse_args()
-    anyio.run(main, args.mode, args.setting, args.batches)
+    anyio.run(main, args.mode, args.setting, args.batches, args.census)
 
 
 if __name__ == "__main__":
