@@ -68,7 +68,7 @@ LAYERS = ("transcript pipeline", "context guard", "persistence", "stream repair"
 def _replace(owner: Any, name: str, value: Any) -> None:
     """Set ``owner.name`` after checking it exists (a renamed layer must fail loudly here,
     not leave the side measuring the runtime as it is)."""
-    if not hasattr(owner, name):
+    if name not in vars(owner):  # defined by that class itself (every class has a __call__)
         raise SystemExit(f"tool_loop_parts: {owner.__name__}.{name} no longer exists")
     setattr(owner, name, value)
 
@@ -208,6 +208,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=120, help="runs per K in each process")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds < 1 or args.runs < 1:
+        parser.error(f"--rounds and --runs must be at least 1 (got {args.rounds}, {args.runs})")
     if args.side:
         child(args.side, args.runs)
         return
@@ -217,12 +219,14 @@ def main() -> None:
     for round_ in range(args.rounds):
         order = SIDES if round_ % 2 == 0 else tuple(reversed(SIDES))
         for side in order:
-            out = subprocess.run(
+            child_run = subprocess.run(
                 [sys.executable, __file__, "--side", side, "--runs", str(args.runs)],
-                check=True,
                 capture_output=True,
                 text=True,
-            ).stdout
+            )
+            if child_run.returncode != 0:
+                sys.exit(f"tool_loop_parts: the {side!r} process failed:\n{child_run.stderr}")
+            out = child_run.stdout
             results[side].append({int(k): v for k, v in json.loads(out).items()})
     load_after = os.getloadavg()
     medians = {
