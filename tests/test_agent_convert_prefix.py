@@ -119,3 +119,33 @@ async def test_a_tool_loop_sends_what_a_full_conversion_gives() -> None:
         assert dumped(sent) == dumped(default_convert_to_llm(history)[: len(sent)])
     # the last request sent the whole history but the final answer
     assert len(provider.history[-1].context.messages) == len(default_convert_to_llm(history)) - 1
+
+
+def test_a_replaced_message_converts_from_there_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request whose history differs from the previous one's at position k (a fresh copy
+    of a recent tool result) converts the messages from k on, not the whole history."""
+    from openclaw_runtime.agent import convert as convert_module
+
+    converted: list[Any] = []
+    real = convert_module.convert_agent_message_to_llm
+
+    def counting(message: Any) -> Any:
+        converted.append(message)
+        return real(message)
+
+    monkeypatch.setattr(convert_module, "convert_agent_message_to_llm", counting)
+    rng = random.Random(7)
+    history = [_message(rng, n) for n in range(40)]
+    convert = PrefixConverter()
+    convert(history)
+    assert len(converted) == 40
+    for k in (39, 30, 5, 0):
+        converted.clear()
+        history = [*history[:k], _message(rng, 100 + k), *history[k + 1 :], _message(rng, 200 + k)]
+        got = convert(history)
+        assert converted == history[k:], k
+        assert dumped(got) == dumped(default_convert_to_llm(history)), k
+    converted.clear()
+    shorter = history[:12]
+    assert dumped(convert(shorter)) == dumped(default_convert_to_llm(shorter))
+    assert converted == []  # a shorter history of the same objects converts nothing

@@ -95,3 +95,60 @@ async def test_the_precheck_signals_at_the_same_request_as_the_whole_history_est
     assert at == await first_signal(whole, steps)
     assert kept.last_signal is not None and whole.last_signal is not None
     assert kept.last_signal.request == whole.last_signal.request
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_replaced_recent_message_keeps_the_sum_exact(seed: int) -> None:
+    """A request whose recent messages are fresh copies (a sanitizer re-stripping a tool
+    result) or another tail takes the old tail out of the sum: always the whole-history
+    estimate, whatever is replaced, cut or added."""
+    import random
+
+    rng = random.Random(seed)
+    tally = _HistoryTokens()
+    messages: list[Any] = [UserMessage(content="go")]
+    for n in range(25):
+        action = rng.random()
+        if action < 0.5 or len(messages) < 3:
+            messages = [*messages, *group(n, rng.randrange(0, 300))]
+        elif action < 0.8:  # a recent message replaced by a copy (equal or not)
+            index = rng.randrange(max(1, len(messages) - 4), len(messages))
+            copy = messages[index].model_copy(deep=True)
+            if rng.random() < 0.5 and isinstance(copy, ToolResultMessage):
+                copy.content = [TextContent(text="y" * rng.randrange(0, 200))]
+            messages = [*messages[:index], copy, *messages[index + 1 :]]
+        elif action < 0.9:  # the tail cut
+            messages = messages[: rng.randrange(1, len(messages) + 1)]
+        else:  # the same messages again
+            messages = list(messages)
+        expected = estimate_llm_boundary_token_pressure(messages, system_prompt="s", prompt="")
+        assert tally(messages, system_prompt="s") == expected, (seed, n)
+
+
+def test_a_replaced_recent_message_measures_from_there_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openclaw_runtime.context import guard as guard_module
+    from openclaw_runtime.context import tokens
+
+    measured: list[Any] = []
+
+    def counting(real: Any) -> Any:
+        def estimate(message: Any) -> int:
+            measured.append(message)
+            return int(real(message))
+
+        return estimate
+
+    for name in ("estimate_message_token_pressure", "estimate_new_message_token_pressure"):
+        monkeypatch.setattr(guard_module, name, counting(getattr(tokens, name)))
+    history: list[Any] = [UserMessage(content="go")]
+    for n in range(40):
+        history.extend(group(n, 50))
+    tally = _HistoryTokens()
+    tally(history)
+    assert len(measured) == len(history)
+    measured.clear()
+    copy = history[-1].model_copy()  # the last result, stripped again: a fresh object
+    later = [*history[:-1], copy, *group(99, 10)]
+    tally(later)
+    # the old last result out of the sum, the copy and the new group in: nothing else
+    assert measured == [history[-1], *later[-3:]]

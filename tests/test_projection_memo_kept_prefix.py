@@ -126,3 +126,40 @@ def test_a_turn_after_a_release_extends_the_kept_run() -> None:
     memo.keep_only(turn, [])
     memo.project_all(turn, 7, counting)
     assert len(calls) == sum(isinstance(m, ToolResultMessage) for m in turn) or calls == turn
+
+
+def test_a_request_sharing_the_leading_part_projects_from_the_first_other_object() -> None:
+    """A message replaced by a fresh copy (a sanitizer stripping a tool result again) costs
+    the copy and what is new: the messages before it keep the previous output, the same
+    objects after it their entries; nothing else is projected again."""
+    rng = random.Random(3)
+    serial = [0]
+    history = [_fresh(rng, serial) for _ in range(60)]
+    calls: list[Any] = []
+
+    def counting(message: Any) -> Any:
+        calls.append(message)
+        return project(message)
+
+    class LookUps(dict[int, Any]):
+        """The memo's entries, counting the messages looked up in them."""
+
+        looked: int = 0
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            LookUps.looked += 1
+            return super().get(key, default)
+
+    memo = ProjectionMemo()
+    memo.project_all(history, 100, counting)
+    for index in (59, 57, 40, 0):
+        calls.clear()
+        memo._entries = LookUps(memo._entries)
+        LookUps.looked = 0
+        copy = history[index].model_copy()
+        history = [*history[:index], copy, *history[index + 1 :], _fresh(rng, serial)]
+        assert _same(memo.project_all(history, 100, counting), [project(m) for m in history])
+        assert calls == [copy, history[-1]], index
+        # the messages before the copy were not looked at again (all of them: no shared part)
+        assert LookUps.looked == len(history) - index, index
+        assert memo._last is not None and all(map(operator.is_, memo._last[0], history))

@@ -22,12 +22,12 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 from .._exceptions import OpenClawRuntimeError
+from .._prefix import shared_prefix_length
 from ..abort import AbortSignal
 from ..messages import ImageContent, TextContent, ToolResultMessage
 from .limits import (
@@ -333,7 +333,9 @@ class ProjectionMemo:
 
     A request that resends the previous one's messages in the same order and adds some (every
     model call of a tool loop) reuses the previous output list as a whole: only the added
-    messages are looked at, so the cost of a call does not grow with the loop.
+    messages are looked at, so the cost of a call does not grow with the loop. One that
+    shares only their leading part (a recent message replaced by a fresh copy) reuses that
+    part and looks at the messages from the first other object on.
     """
 
     def __init__(self) -> None:
@@ -353,8 +355,16 @@ class ProjectionMemo:
         ``changes``: the only types ``project`` may change; any other message is its own
         projection without a call (a first request after a restart meets thousands)."""
         last = self._last
-        if last is not None and last[2] == limit and _starts_with(source, last[0]):
-            return self._extend(source, limit, project, last, changes)
+        if last is not None and last[2] == limit:
+            inputs, outputs, _ = last
+            kept = shared_prefix_length(inputs, source)
+            if kept:
+                # the messages the previous request shares with this one keep their
+                # projections (all of them in a loop; up to a fresh copy of a recent result
+                # after a sanitizer or a plugin's transform replaced it)
+                del inputs[kept:]
+                del outputs[kept:]
+                return self._extend(source, limit, project, last, changes)
         earlier = self._entries
         seen: dict[int, tuple[Any, int, Any]] = {}
         out = []
@@ -426,7 +436,10 @@ class ProjectionMemo:
 class _HistoryTokens:
     """The default estimator for the mid-turn precheck, with the history's token sum kept
     across the requests of an attempt: a request that resends the previous one's messages
-    and adds some only measures what was added (the sum is the same integer either way)."""
+    and adds some only measures what was added; one that shares only their leading part (a
+    recent message replaced by a fresh copy) takes the messages after it out of the sum and
+    measures its own from there (the sum is the same integer either way: a message's
+    estimate is a function of the message, and history messages are not edited in place)."""
 
     def __init__(self) -> None:
         self._messages: list[Any] | None = None  # made with the first estimate
@@ -436,19 +449,18 @@ class _HistoryTokens:
         self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
     ) -> int:
         seen = self._messages
-        if seen is not None and _starts_with(messages, seen):
-            added = messages[len(seen) :]
+        kept = shared_prefix_length(seen, messages) if seen else 0
+        if seen is not None and kept and len(seen) - kept <= kept:
+            if kept < len(seen):  # fewer to take out than to measure again from the start
+                self._tokens -= sum(map(estimate_new_message_token_pressure, seen[kept:]))
+                del seen[kept:]
+            added = messages[kept:]
             self._tokens += sum(map(estimate_new_message_token_pressure, added))
             seen.extend(added)
         else:
             self._messages = list(messages)
             self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
         return boundary_token_pressure(self._tokens, system_prompt=system_prompt, prompt=prompt)
-
-
-def _starts_with(items: Sequence[Any], prefix: list[Any]) -> bool:
-    """``items`` begins with the very objects of ``prefix``, in order."""
-    return len(items) >= len(prefix) and all(map(operator.is_, prefix, items))
 
 
 class ToolResultContextGuard:
