@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime, tool
+from openclaw_runtime.agent.convert import PrefixConverter
 from openclaw_runtime.context.guard import ProjectionMemo
 from openclaw_runtime.messages import TextContent, ToolResultMessage, UserMessage
 from openclaw_runtime.runner import attempt as attempt_module
-from openclaw_runtime.runner.projection_memo import _MEMOS, release_attempt_caches
+from openclaw_runtime.runner.projection_memo import _CONVERTERS, _MEMOS, release_attempt_caches
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript import run_transcript_sanitizers
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
@@ -145,7 +146,14 @@ def server() -> Iterator[FaultInjectingOpenAIServer]:
 
 async def _two_runs(
     tmp_path: Path, server: FaultInjectingOpenAIServer, *, memory: bool
-) -> tuple[list[Any], list[Any], list[Any], IncrementalSanitizer, ProjectionMemo | None]:
+) -> tuple[
+    list[Any],
+    list[Any],
+    list[Any],
+    IncrementalSanitizer,
+    ProjectionMemo | None,
+    PrefixConverter | None,
+]:
     """Two tool-loop runs on one kept-open session; the second run's request bodies, both
     results' messages, and the session's caches after the second run."""
     runtime = Runtime(
@@ -165,12 +173,13 @@ async def _two_runs(
             context = list(session.build_session_context().messages)
             sanitizer = session.replay_sanitizer
             memo = _MEMOS.get(session)
+            converter = _CONVERTERS.get(session)
         finally:
             await runtime.checkin_session(session)
     finally:
         await runtime.aclose()
     assert all(result.ok for result in results)
-    return bodies, [r.messages for r in results], context, sanitizer, memo
+    return bodies, [r.messages for r in results], context, sanitizer, memo, converter
 
 
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
@@ -180,7 +189,7 @@ async def test_a_kept_open_session_holds_none_of_the_runs_kernel_messages(
     monkeypatch: pytest.MonkeyPatch,
     memory: bool,
 ) -> None:
-    bodies, messages, context, sanitizer, memo = await _two_runs(
+    bodies, messages, context, sanitizer, memo, converter = await _two_runs(
         tmp_path / "released", server, memory=memory
     )
     assert sanitizer._loop is None
@@ -194,10 +203,17 @@ async def test_a_kept_open_session_holds_none_of_the_runs_kernel_messages(
         inputs, outputs, _ = memo._last
         assert {id(m) for m in inputs} <= known
         assert all(memo._entries[id(m)][2] is p for m, p in zip(inputs, outputs, strict=True))
+    # the token sum and the converter kept across attempts hold the same leading run of
+    # projections, nothing of the kernel's
+    kept = list(memo.kept_outputs())
+    assert all(map(operator.is_, memo.tokens._messages or [], kept))
+    assert len(memo.tokens._messages or []) == len(kept)
+    assert converter is not None and converter._inputs == kept
+    assert all(map(operator.is_, converter._inputs, kept))
     server.reset()
     # the same two runs with the caches kept as they were: the same requests and results
     monkeypatch.setattr(attempt_module, "release_attempt_caches", lambda session, history: None)
-    kept_bodies, kept_messages, kept_context, kept_sanitizer, kept_memo = await _two_runs(
+    kept_bodies, kept_messages, kept_context, kept_sanitizer, kept_memo, _ = await _two_runs(
         tmp_path / "kept", server, memory=memory
     )
     assert kept_sanitizer._loop is not None  # the check above would fail without the release

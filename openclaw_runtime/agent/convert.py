@@ -17,6 +17,7 @@ message at every request of the run, equal to what a fresh conversion gives.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from typing import Any
 
 from .._prefix import shared_prefix_length
@@ -40,12 +41,7 @@ class PrefixConverter:
 
     def __call__(self, messages: list[Any]) -> list[Any]:
         inputs, outputs, dropped = self._inputs, self._outputs, self._dropped
-        kept = shared_prefix_length(inputs, messages) if inputs else 0
-        if kept < len(inputs):  # the previous request's messages differ from ``kept`` on
-            cut = bisect_left(dropped, kept)  # the inputs before ``kept`` that gave nothing
-            del dropped[cut:]
-            del outputs[kept - cut :]
-            del inputs[kept:]
+        kept = self.keep_leading(messages)
         for index in range(kept, len(messages)):
             converted = convert_agent_message_to_llm(messages[index])
             if converted is None:
@@ -54,3 +50,17 @@ class PrefixConverter:
                 outputs.append(converted)
         inputs.extend(messages[kept:])
         return list(outputs)  # the caller's own list: changing it leaves the kept prefix alone
+
+    def keep_leading(self, messages: Sequence[Any]) -> int:
+        """Keep only the leading run of the previous call's messages that ``messages`` starts
+        with (the same objects); how many. A converter kept across the attempts of a session
+        forgets the attempt's own messages with it at the attempt's end."""
+        inputs = self._inputs
+        kept = shared_prefix_length(inputs, messages) if inputs else 0
+        if kept < len(inputs):  # the previous call's messages differ from ``kept`` on
+            dropped = self._dropped
+            cut = bisect_left(dropped, kept)  # the inputs before ``kept`` that gave nothing
+            del dropped[cut:]
+            del self._outputs[kept - cut :]
+            del inputs[kept:]
+        return kept

@@ -20,8 +20,10 @@ the numbers from ``guard.last_signal.request`` (or from the ``on_mid_turn_preche
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
@@ -342,6 +344,9 @@ class ProjectionMemo:
         self._entries: dict[int, tuple[Any, int, Any]] = {}
         #: The previous request: its messages, their projections, the limit.
         self._last: tuple[list[Any], list[Any], int] | None = None
+        #: The running token sum of the projected messages (the precheck's default
+        #: estimator), kept with the projections it was measured on.
+        self.tokens = _HistoryTokens()
 
     def project_all(
         self,
@@ -412,6 +417,13 @@ class ProjectionMemo:
         """Forget every projection."""
         self._entries = {}
         self._last = None
+        self.tokens.keep_leading(())  # the same object: a guard's estimator may hold it
+
+    def kept_outputs(self) -> Sequence[Any]:
+        """The projections of the previous request's messages still kept (its leading run
+        after ``keep_only``): what a converter kept across attempts may keep too."""
+        last = self._last
+        return last[1] if last is not None else ()
 
     def keep_only(self, *keep: Sequence[Any]) -> None:
         """Forget every projection but those of the message objects in ``keep`` (by
@@ -419,18 +431,29 @@ class ProjectionMemo:
         ``keep``: the next request (a kept session's next turn resends its history first)
         extends that run instead of looking at every message again. Projection is a function
         of the message and the limit, so what is forgotten only costs a projection again,
-        never changes one."""
+        never changes one. The token sum keeps the same leading run. A request usually
+        starts with the last list of ``keep`` (the runner gives the sanitizer's cached output
+        last): its leading objects are kept without a look-up."""
         # an entry's key is its message's id and both objects are alive: same id, same object
-        wanted = {id(message) for messages in keep for message in messages}
-        self._entries = {key: hit for key, hit in self._entries.items() if key in wanted}
+        wanted: set[int] = set()
+        for messages in keep:
+            wanted.update(map(id, messages))  # at C speed: an attempt's end on a long history
+        entries = self._entries
+        for key in entries.keys() - wanted:  # the attempt's own messages: few
+            del entries[key]
         last, self._last = self._last, None
         if last is not None:
             inputs, outputs, limit = last
-            kept = next(
-                (n for n, message in enumerate(inputs) if id(message) not in wanted), len(inputs)
-            )
+            # a request starts with the messages of the last list kept (the sanitizer's
+            # cached output): those are kept without a look-up, the rest looked up
+            start = shared_prefix_length(inputs, keep[-1]) if keep else 0
+            absent = map(operator.not_, map(wanted.__contains__, map(id, inputs[start:])))
+            kept = start + next(itertools.compress(itertools.count(), absent), len(inputs) - start)
             if kept:
-                self._last = (inputs[:kept], outputs[:kept], limit)
+                del inputs[kept:]
+                del outputs[kept:]
+                self._last = (inputs, outputs, limit)
+        self.tokens.keep_leading(self.kept_outputs())
 
 
 class _HistoryTokens:
@@ -462,6 +485,21 @@ class _HistoryTokens:
             self._tokens = sum(estimate_message_token_pressure(m) for m in messages)
         return boundary_token_pressure(self._tokens, system_prompt=system_prompt, prompt=prompt)
 
+    def keep_leading(self, messages: Sequence[Any]) -> None:
+        """Keep the sum of the leading run of the measured messages that ``messages`` starts
+        with (the same objects), forgetting the rest (a kept session's attempt's end)."""
+        seen = self._messages
+        if not seen:
+            return
+        kept = shared_prefix_length(seen, messages)
+        if kept == len(seen):
+            return
+        if kept:
+            self._tokens -= sum(map(estimate_new_message_token_pressure, seen[kept:]))
+            del seen[kept:]
+        else:
+            self._messages, self._tokens = None, 0
+
 
 class ToolResultContextGuard:
     """A ``transform_context`` that bounds tool results and runs the mid-turn precheck.
@@ -490,18 +528,19 @@ class ToolResultContextGuard:
         )
         self.mid_turn_precheck = mid_turn_precheck
         self.estimator = estimator
+        #: The previous request's projections: a message object sent again (a tool loop
+        #: resends the whole history) is not projected again.
+        self.memo = memo if memo is not None else ProjectionMemo()
         #: what the precheck measures a request that fits with (the default estimate, kept
-        #: up to date across requests) unless an estimator was given
+        #: up to date across requests, and across attempts with a session's memo) unless an
+        #: estimator was given
         self._fits_estimator: TokenEstimator = (
-            estimator if estimator is not None else _HistoryTokens()
+            estimator if estimator is not None else self.memo.tokens
         )
         self.inner = inner
         self.last_signal: MidTurnPrecheckSignal | None = None
         self._last_seen_length: int | None = None
         self._target: _HasTransformContext | None = None
-        #: The previous request's projections: a message object sent again (a tool loop
-        #: resends the whole history) is not projected again.
-        self.memo = memo if memo is not None else ProjectionMemo()
 
     async def __call__(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
         source = messages

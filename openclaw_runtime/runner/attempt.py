@@ -71,7 +71,11 @@ from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
 from .history_tokens import estimate_prompt_tokens
-from .projection_memo import release_attempt_caches, session_projection_memo
+from .projection_memo import (
+    release_attempt_caches,
+    session_converter,
+    session_projection_memo,
+)
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
 from .session_ops import set_aside_failed_tail, set_aside_orphan_user_message
@@ -441,6 +445,8 @@ async def _run_attempt(spec: AttemptSpec) -> AttemptOutcome:
         model=spec.model,
         should_stop_after_turn=this.stop_after_turn,
         transform_context=_Pipeline(spec),
+        # kept with the session: a turn's first request converts only what is new
+        convert_to_llm=session_converter(session),
         get_steering_messages=spec.get_steering_messages,
         get_follow_up_messages=spec.get_follow_up_messages,
         get_api_key=this.api_key if spec.api_key else None,

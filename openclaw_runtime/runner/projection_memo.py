@@ -1,11 +1,14 @@
-"""One tool-result projection memo per open session, shared by the guards of its attempts.
+"""The per-request caches of an open session, shared by its attempts: projections, the
+running token sum, the converted messages.
 
-Every attempt installs a fresh context guard, and the guard projects every message of the
-history before each request (a tool result is fingerprinted: a JSON dump and a hash). The
-history of a session kept open holds the same message objects from turn to turn, so the
-projections of the previous request can be reused; this keeps one
-:class:`~openclaw_runtime.context.guard.ProjectionMemo` per session object for as long as the
-object lives.
+Every attempt installs a fresh context guard and a fresh loop, and before each request the
+guard projects every message of the history (a tool result is fingerprinted: a JSON dump and
+a hash), measures the tokens of the projected history (the mid-turn precheck) and the loop
+converts it for the provider. The history of a session kept open holds the same message
+objects from turn to turn, so what the previous request did for them can be reused; this keeps
+one :class:`~openclaw_runtime.context.guard.ProjectionMemo` (with its token sum) and one
+:class:`~openclaw_runtime.agent.convert.PrefixConverter` per session object for as long as the
+object lives, and a turn's first request on a long history does the work of what is new only.
 
 At the end of an attempt, ``release_attempt_caches`` drops what the session's caches hold of
 the attempt's own messages (the kernel's objects): the next attempt starts from the session's
@@ -19,11 +22,13 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from ..agent.convert import PrefixConverter
 from ..context.guard import ProjectionMemo
 
-__all__ = ["release_attempt_caches", "session_projection_memo"]
+__all__ = ["release_attempt_caches", "session_converter", "session_projection_memo"]
 
 _MEMOS: weakref.WeakKeyDictionary[Any, ProjectionMemo] = weakref.WeakKeyDictionary()
+_CONVERTERS: weakref.WeakKeyDictionary[Any, PrefixConverter] = weakref.WeakKeyDictionary()
 
 
 def session_projection_memo(session: Any) -> ProjectionMemo:
@@ -37,18 +42,35 @@ def session_projection_memo(session: Any) -> ProjectionMemo:
     return memo
 
 
+def session_converter(session: Any) -> PrefixConverter:
+    """The ``convert_to_llm`` of ``session``'s attempts (a fresh, unshared one when the
+    object cannot be weakly keyed)."""
+    try:
+        converter = _CONVERTERS.get(session)
+        if converter is None:
+            converter = _CONVERTERS[session] = PrefixConverter()
+    except TypeError:  # not weakly referenceable, or not hashable
+        return PrefixConverter()
+    return converter
+
+
 def release_attempt_caches(session: Any, history: Sequence[Any]) -> None:
     """Forget the attempt's own messages in ``session``'s caches at the attempt's end.
 
     ``history`` is what the attempt started from (the session's models). The incremental
     sanitizer drops its tool-loop cache and keeps its prefix; the projection memo keeps the
     projections of ``history`` and of the sanitizer's cached output only (the messages a
-    later request of the session can resend). Neither changes what a later call returns."""
+    later request of the session can resend), and the leading run of the last request made
+    of them, which the token sum and the converter keep too. None of it changes what a later
+    call returns."""
     sanitizer = session.replay_sanitizer
     sanitizer.end_attempt()
     try:
         memo = _MEMOS.get(session)
-    except TypeError:  # not weakly referenceable, or not hashable: its memos were not kept
+        converter = _CONVERTERS.get(session)
+    except TypeError:  # not weakly referenceable, or not hashable: its caches were not kept
         return
     if memo is not None:
         memo.keep_only(history, sanitizer.cached_outputs)
+    if converter is not None:
+        converter.keep_leading(memo.kept_outputs() if memo is not None else ())

@@ -1,0 +1,119 @@
+"""A kept-open session's turns convert and measure only what is new, and send the same requests.
+
+The converter (``convert_to_llm``) and the mid-turn precheck's token sum used to start over at
+every attempt: each turn of a kept-open session converted and measured its whole history at
+its first request, and a tool result the sanitizer stripped again at the next request made
+them start over once more (``benchmarks/session_turns.py``: a 3-call turn at ≈ 2,400 messages
+cost ≈ 4× one at ≈ 100). They are kept with the session now (``session_converter``, the
+projection memo's token sum) and reuse the leading messages a request shares with the
+previous one. What the provider receives must not change: the same request bodies, turn by
+turn, as runs whose caches start empty at every attempt (asyncio and trio, memory and durable
+stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_runtime import Runtime
+from openclaw_runtime.agent import convert as convert_module
+from openclaw_runtime.agent.convert import PrefixConverter
+from openclaw_runtime.context import guard as guard_module
+from openclaw_runtime.context.guard import ProjectionMemo
+from openclaw_runtime.runner import attempt as attempt_module
+from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from tests.run_support import mock_openai_config, mock_openai_server, read
+
+pytestmark = pytest.mark.anyio
+
+TURNS = 6
+CALLS = 3
+
+
+@pytest.fixture
+def server() -> Iterator[FaultInjectingOpenAIServer]:
+    with mock_openai_server() as running:
+        yield running
+
+
+class Counted:
+    """How many messages were converted and measured, per turn."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.converted = 0
+        self.measured = 0
+        real_convert = convert_module.convert_agent_message_to_llm
+
+        def convert(message: Any) -> Any:
+            self.converted += 1
+            return real_convert(message)
+
+        monkeypatch.setattr(convert_module, "convert_agent_message_to_llm", convert)
+        for name in ("estimate_message_token_pressure", "estimate_new_message_token_pressure"):
+            monkeypatch.setattr(guard_module, name, self._measuring(getattr(guard_module, name)))
+
+    def _measuring(self, real: Any) -> Any:
+        def estimate(message: Any) -> int:
+            self.measured += 1
+            return int(real(message))
+
+        return estimate
+
+
+async def _turns(
+    state_dir: Path, server: FaultInjectingOpenAIServer, *, memory: bool, counted: Counted | None
+) -> tuple[list[list[Any]], list[tuple[int, int]]]:
+    """``TURNS`` tool-loop turns on one kept-open session: each turn's request bodies, and
+    how many messages it converted and measured."""
+    runtime = Runtime(mock_openai_config(state_dir, server), load_entrypoints=False, memory=memory)
+    bodies: list[list[Any]] = []
+    work: list[tuple[int, int]] = []
+    try:
+        for turn in range(TURNS):
+            for n in range(CALLS):
+                server.enqueue(Reply(tool_calls=[("read", {"path": f"t{turn}f{n}.txt"})]))
+            server.enqueue(Reply(text=f"answer {turn}"))
+            start = len(server.requests)
+            before = (counted.converted, counted.measured) if counted else (0, 0)
+            result = await runtime.run(f"read them {turn}", session_id="kept", tools=[read])
+            assert result.ok, result.error
+            bodies.append([request.body for request in server.requests[start:]])
+            if counted:
+                work.append((counted.converted - before[0], counted.measured - before[1]))
+    finally:
+        await runtime.aclose()
+    return bodies, work
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_a_kept_open_sessions_turns_convert_and_measure_what_is_new(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    counted = Counted(monkeypatch)
+    bodies, work = await _turns(tmp_path / "kept", server, memory=memory, counted=counted)
+    history = 0
+    for turn, (converted, measured) in enumerate(work):
+        # a turn adds a prompt, CALLS tool groups and an answer; its requests convert and
+        # measure those and the previous turn's messages (models the session made of the
+        # kernel's, other objects), never the whole history again
+        added = 1 + 2 * CALLS + 1
+        if turn >= 2:
+            assert converted <= 2 * added + CALLS, (turn, converted, history)
+            assert measured <= 2 * added + 2 * CALLS, (turn, measured, history)
+        history += added
+    assert history > 2 * (2 * added + 2 * CALLS)  # the bound is below the history's size
+
+    # the same turns with every attempt's caches starting empty: the same requests
+    monkeypatch.setattr(attempt_module, "session_converter", lambda session: PrefixConverter())
+    monkeypatch.setattr(attempt_module, "session_projection_memo", lambda session: ProjectionMemo())
+    server.reset()
+    fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
+    assert bodies == fresh
+    assert [len(turn) for turn in bodies] == [CALLS + 1] * TURNS
