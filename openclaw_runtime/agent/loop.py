@@ -288,7 +288,8 @@ class _LoopRun:
         self.open_partial: AssistantMessage | None = None
         self.ended = False
         #: the default conversion, keeping the converted prefix across this run's requests
-        self.converter = PrefixConverter()
+        #: (made at the first request that uses it: the runner passes a session's own)
+        self.converter: PrefixConverter | None = None
         self.gate = gate
 
     def wants(self, kind: str) -> bool:
@@ -433,6 +434,8 @@ class _LoopRun:
             messages = await maybe_await(config.transform_context(messages, self.signal))
         convert = config.convert_to_llm
         if convert is default_convert_to_llm:
+            if self.converter is None:
+                self.converter = PrefixConverter()
             convert = self.converter
         llm_messages = await maybe_await(convert(messages))
         request = Context(context.system_prompt, llm_messages, list(context.tools))
