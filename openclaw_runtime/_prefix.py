@@ -21,8 +21,7 @@ __all__ = ["shared_prefix_length"]
 def shared_prefix_length(old: Sequence[Any], new: Sequence[Any]) -> int:
     """The number of leading positions at which ``old`` and ``new`` hold the very same
     objects (``is``, never ``==``): ``min(len(old), len(new))`` when one starts the other."""
+    if all(map(operator.is_, old, new)):  # the usual answer, and the cheapest scan
+        return min(len(old), len(new))
     # the first position whose objects differ, found at C speed (no Python loop per item)
-    return next(
-        itertools.compress(itertools.count(), map(operator.is_not, old, new)),
-        min(len(old), len(new)),
-    )
+    return next(itertools.compress(itertools.count(), map(operator.is_not, old, new)))
