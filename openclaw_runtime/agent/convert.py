@@ -16,6 +16,7 @@ message at every request of the run, equal to what a fresh conversion gives.
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +42,10 @@ class PrefixConverter:
 
     def __call__(self, messages: list[Any]) -> list[Any]:
         inputs, outputs, dropped = self._inputs, self._outputs, self._dropped
-        kept = self.keep_leading(messages)
+        kept = len(inputs)
+        # every earlier message again (each request of a tool loop): nothing to cut
+        if not (len(messages) >= kept and all(map(operator.is_, inputs, messages))):
+            kept = self.keep_leading(messages)
         for index in range(kept, len(messages)):
             converted = convert_agent_message_to_llm(messages[index])
             if converted is None:

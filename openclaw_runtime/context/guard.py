@@ -362,6 +362,8 @@ class ProjectionMemo:
         last = self._last
         if last is not None and last[2] == limit:
             inputs, outputs, _ = last
+            if len(source) >= len(inputs) and all(map(operator.is_, inputs, source)):
+                return self._extend(source, limit, project, last, changes)  # a loop's request
             kept = shared_prefix_length(inputs, source)
             if kept:
                 # the messages the previous request shares with this one keep their
@@ -472,7 +474,10 @@ class _HistoryTokens:
         self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
     ) -> int:
         seen = self._messages
-        kept = shared_prefix_length(seen, messages) if seen else 0
+        if seen and len(messages) >= len(seen) and all(map(operator.is_, seen, messages)):
+            kept = len(seen)  # every earlier message again (a loop's request): the usual case
+        else:
+            kept = shared_prefix_length(seen, messages) if seen else 0
         if seen is not None and kept and len(seen) - kept <= kept:
             if kept < len(seen):  # fewer to take out than to measure again from the start
                 self._tokens -= sum(map(estimate_new_message_token_pressure, seen[kept:]))
