@@ -19,8 +19,8 @@ models, other objects, so they could never be reused, and a session kept open wo
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..agent.convert import PrefixConverter
 from ..context.guard import ProjectionMemo
@@ -33,25 +33,30 @@ _CONVERTERS: weakref.WeakKeyDictionary[Any, PrefixConverter] = weakref.WeakKeyDi
 
 def session_projection_memo(session: Any) -> ProjectionMemo:
     """The memo of ``session`` (a fresh, unshared one when the object cannot be weakly keyed)."""
-    try:
-        memo = _MEMOS.get(session)
-        if memo is None:
-            memo = _MEMOS[session] = ProjectionMemo()
-    except TypeError:  # not weakly referenceable, or not hashable
-        return ProjectionMemo()
-    return memo
+    return _kept_for(session, _MEMOS, ProjectionMemo)
 
 
 def session_converter(session: Any) -> PrefixConverter:
     """The ``convert_to_llm`` of ``session``'s attempts (a fresh, unshared one when the
     object cannot be weakly keyed)."""
+    return _kept_for(session, _CONVERTERS, PrefixConverter)
+
+
+_T = TypeVar("_T")
+
+
+def _kept_for(
+    session: Any, table: weakref.WeakKeyDictionary[Any, _T], make: Callable[[], _T]
+) -> _T:
+    """``table``'s value for ``session``, made on first use (unshared when the session
+    object is not weakly referenceable or not hashable)."""
     try:
-        converter = _CONVERTERS.get(session)
-        if converter is None:
-            converter = _CONVERTERS[session] = PrefixConverter()
-    except TypeError:  # not weakly referenceable, or not hashable
-        return PrefixConverter()
-    return converter
+        value = table.get(session)
+        if value is None:
+            value = table[session] = make()
+    except TypeError:
+        return make()
+    return value
 
 
 def release_attempt_caches(session: Any, history: Sequence[Any]) -> None:
