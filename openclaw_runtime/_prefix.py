@@ -15,7 +15,13 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["shared_prefix_length"]
+__all__ = ["shared_prefix_length", "starts_with"]
+
+
+def starts_with(items: Sequence[Any], prefix: Sequence[Any]) -> bool:
+    """``items`` begins with the very objects of ``prefix``, in order (a cache's usual
+    question: does this request resend every message of the previous one?)."""
+    return len(items) >= len(prefix) and all(map(operator.is_, prefix, items))
 
 
 def shared_prefix_length(old: Sequence[Any], new: Sequence[Any]) -> int:

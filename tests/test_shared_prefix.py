@@ -1,4 +1,4 @@
-"""``shared_prefix_length``: leading positions holding the very same objects (never ``==``)."""
+"""``shared_prefix_length`` and ``starts_with``: the very same objects, never ``==``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime._prefix import shared_prefix_length
+from openclaw_runtime._prefix import shared_prefix_length, starts_with
 from openclaw_runtime.messages import UserMessage
 
 A, B, C, D = (UserMessage(content=text) for text in "abcd")
@@ -34,3 +34,19 @@ def test_shared_prefix_length(old: Any, new: Any, expected: int) -> None:
     assert B_COPY == B and B_COPY is not B
     assert shared_prefix_length(old, new) == expected
     assert shared_prefix_length(new, old) == expected  # symmetric
+
+
+@pytest.mark.parametrize(
+    ("items", "prefix", "expected"),
+    [
+        ([], [], True),
+        ([A], [], True),
+        ([A, B, C], [A, B], True),
+        ([A, B], [A, B], True),
+        ([A], [A, B], False),  # shorter than the prefix
+        ([A, B_COPY, C], [A, B], False),  # equal is not the same object
+        ([B, A], [A, B], False),
+    ],
+)
+def test_starts_with(items: Any, prefix: Any, expected: bool) -> None:
+    assert starts_with(items, prefix) is expected

@@ -16,12 +16,11 @@ message at every request of the run, equal to what a fresh conversion gives.
 
 from __future__ import annotations
 
-import operator
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
-from .._prefix import shared_prefix_length
+from .._prefix import shared_prefix_length, starts_with
 from .interruption import convert_agent_message_to_llm
 
 __all__ = ["PrefixConverter"]
@@ -44,7 +43,7 @@ class PrefixConverter:
         inputs, outputs, dropped = self._inputs, self._outputs, self._dropped
         kept = len(inputs)
         # every earlier message again (each request of a tool loop): nothing to cut
-        if not (len(messages) >= kept and all(map(operator.is_, inputs, messages))):
+        if not starts_with(messages, inputs):
             kept = self.keep_leading(messages)
         for index in range(kept, len(messages)):
             converted = convert_agent_message_to_llm(messages[index])

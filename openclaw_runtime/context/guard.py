@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 from .._exceptions import OpenClawRuntimeError
-from .._prefix import shared_prefix_length
+from .._prefix import shared_prefix_length, starts_with
 from ..abort import AbortSignal
 from ..messages import ImageContent, TextContent, ToolResultMessage
 from .limits import (
@@ -362,7 +362,7 @@ class ProjectionMemo:
         last = self._last
         if last is not None and last[2] == limit:
             inputs, outputs, _ = last
-            if len(source) >= len(inputs) and all(map(operator.is_, inputs, source)):
+            if starts_with(source, inputs):
                 return self._extend(source, limit, project, last, changes)  # a loop's request
             kept = shared_prefix_length(inputs, source)
             if kept:
@@ -474,7 +474,7 @@ class _HistoryTokens:
         self, messages: Sequence[Any], *, system_prompt: str | None = None, prompt: str = ""
     ) -> int:
         seen = self._messages
-        if seen and len(messages) >= len(seen) and all(map(operator.is_, seen, messages)):
+        if seen and starts_with(messages, seen):
             kept = len(seen)  # every earlier message again (a loop's request): the usual case
         else:
             kept = shared_prefix_length(seen, messages) if seen else 0

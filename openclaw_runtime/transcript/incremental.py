@@ -56,12 +56,12 @@ in full.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from .._prefix import starts_with
 from .clean_turns import clean_region_outputs
 from .entries import parse_timestamp_ms
 from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
@@ -347,7 +347,7 @@ def _position(items: Sequence[Any], target: Any, start: int = 0) -> int | None:
 
 def _extends(cached: Sequence[Any], messages: Sequence[Any]) -> bool:
     """``messages`` is ``cached`` (the same objects) plus at least one more message."""
-    return bool(cached) and len(messages) > len(cached) and all(map(operator.is_, cached, messages))
+    return bool(cached) and len(messages) > len(cached) and starts_with(messages, cached)
 
 
 @dataclass(slots=True)
