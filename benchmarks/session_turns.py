@@ -37,7 +37,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import agent_turn as at  # the harness's runtimes and model
-from tool_loop import PROMPT, kernel_floor, read  # the same tool, the bare loop
+from tool_loop import PROMPT, calls_answered, kernel_floor, read  # the same tool, the bare loop
 
 from openclaw_runtime.messages import AssistantMessage, ToolCall, UserMessage
 
@@ -46,14 +46,11 @@ def calling_stream(calls: int) -> Any:
     """A stream function calling ``read`` ``calls`` times (fresh ids), then answering."""
 
     def stream(model: Any, context: Any, options: Any) -> Any:
-        done = 0
-        for message in reversed(context.messages):
-            role = getattr(message, "role", None)
-            if role == "user":
-                break
-            done += role == "toolResult"
+        done = calls_answered(context)
         if done < calls:
-            call = ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name="read", arguments={"p": "f"})
+            call = ToolCall(
+                id=f"call_{uuid.uuid4().hex[:16]}", name="read", arguments={"path": f"f{done}.txt"}
+            )
             return at._done(at._assistant(call, stop="toolUse"))
         return at._done(at.ANSWER)
 
@@ -64,7 +61,7 @@ async def lose_a_result(runtime: Any, session_id: str, cwd: str) -> None:
     """Append a prompt and an assistant turn whose call never got its result."""
     session = await runtime.checkout_session(session_id, cwd=cwd)
     await session.append_message(UserMessage(content="read it"))
-    lost = ToolCall(id=f"lost_{uuid.uuid4().hex[:8]}", name="read", arguments={"p": "f"})
+    lost = ToolCall(id=f"lost_{uuid.uuid4().hex[:8]}", name="read", arguments={"path": "lost.txt"})
     await session.append_message(AssistantMessage(content=[lost], stop_reason="toolUse"))
     await runtime.checkin_session(session)
 

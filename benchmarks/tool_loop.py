@@ -86,16 +86,22 @@ CALLS = [
 ]
 
 
+def calls_answered(context: Context) -> int:
+    """The tool results since the last user message: the calls this turn made so far."""
+    done = 0
+    for message in reversed(context.messages):
+        role = getattr(message, "role", None)
+        if role == "user":
+            break
+        done += role == "toolResult"
+    return done
+
+
 def loop_stream(k: int) -> Any:
     """A stream function calling ``read`` ``k`` times, then answering with text."""
 
     def stream(model: Model, context: Context, options: StreamOptions) -> Any:
-        done = 0
-        for message in reversed(context.messages):
-            role = getattr(message, "role", None)
-            if role == "user":
-                break
-            done += role == "toolResult"
+        done = calls_answered(context)
         return _done(CALLS[done] if done < k else ANSWER)
 
     return stream
