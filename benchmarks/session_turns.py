@@ -1,10 +1,11 @@
 """Turns on a kept-open session: how a turn's cost grows with the session, and what one lost
 tool result does to it.
 
-Every turn: user prompt → the model calls ``read`` ``--calls`` times (a fresh id each, as real
-providers give) → a text answer. Memory mode (``Runtime(memory=True)``), sessions kept open
-between their turns. Three sides, interleaved turn by turn, each on ``--sessions`` sessions
-of ``--turns`` turns:
+Every turn: user prompt → the model calls ``read`` ``--calls`` times (a fresh id each, as most
+providers give; ``--ids per-turn``: ``call_0`` every time, as some OpenAI-compatible servers
+number them afresh in every response) → a text answer. Memory mode
+(``Runtime(memory=True)``), sessions kept open between their turns. Three sides, interleaved
+turn by turn, each on ``--sessions`` sessions of ``--turns`` turns:
 
 * **clean**: the session as the runtime writes it;
 * **lost result**: the same, but after its first turn the session gets an assistant turn
@@ -18,6 +19,7 @@ load average. Compare code versions by running it once per version, alternating
 (``PYTHONPATH=<checkout>``).
 
 Run:  .venv/bin/python benchmarks/session_turns.py [--sessions 30] [--turns 40] [--calls 3]
+      [--ids unique|per-turn]
 """
 
 from __future__ import annotations
@@ -42,15 +44,16 @@ from tool_loop import PROMPT, calls_answered, kernel_floor, read  # the same too
 from openclaw_runtime.messages import AssistantMessage, ToolCall, UserMessage
 
 
-def calling_stream(calls: int) -> Any:
-    """A stream function calling ``read`` ``calls`` times (fresh ids), then answering."""
+def calling_stream(calls: int, ids: str = "unique") -> Any:
+    """A stream function calling ``read`` ``calls`` times, then answering: a fresh id for
+    every call (``ids="unique"``), or ``call_0`` every time (``"per-turn"``: numbered afresh in
+    every response, as some OpenAI-compatible servers do)."""
 
     def stream(model: Any, context: Any, options: Any) -> Any:
         done = calls_answered(context)
         if done < calls:
-            call = ToolCall(
-                id=f"call_{uuid.uuid4().hex[:16]}", name="read", arguments={"path": f"f{done}.txt"}
-            )
+            call_id = f"call_{uuid.uuid4().hex[:16]}" if ids == "unique" else "call_0"
+            call = ToolCall(id=call_id, name="read", arguments={"path": f"f{done}.txt"})
             return at._done(at._assistant(call, stop="toolUse"))
         return at._done(at.ANSWER)
 
@@ -67,7 +70,7 @@ async def lose_a_result(runtime: Any, session_id: str, cwd: str) -> None:
 
 
 async def amain(args: argparse.Namespace) -> None:
-    stream = calling_stream(args.calls)
+    stream = calling_stream(args.calls, args.ids)
     floor_loop = kernel_floor()
     with tempfile.TemporaryDirectory(prefix="session-turns-") as name:
         runtime = at.make_runtime(Path(name), stream, memory=True)
@@ -100,7 +103,8 @@ async def amain(args: argparse.Namespace) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"{args.sessions} kept-open memory sessions × {args.turns} turns, {args.calls} tool "
-        f"call(s) a turn, interleaved; process CPU per turn, median; load average {load}"
+        f"call(s) a turn (ids {args.ids}), interleaved; process CPU per turn, median; "
+        f"load average {load}"
     )
     last = args.turns
     windows = [("turns 2–5", range(1, 5)), (f"turns {last - 3}–{last}", range(last - 4, last))]
@@ -118,6 +122,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument(
+        "--ids",
+        choices=["unique", "per-turn"],
+        default="unique",
+        help="the model's tool-call ids: a fresh one per call, or call_0 in every response",
+    )
     args = parser.parse_args()
     if args.turns < 9 or args.sessions < 1 or args.calls < 1:
         parser.error("--turns must be at least 9, --sessions and --calls at least 1")

@@ -31,8 +31,11 @@ A third side, the **kernel floor**, runs the same loop on the bare kernel
 sanitizers, no context guard, no lanes, no recovery, events to a no-op). It is what any
 ``Runtime.run`` costs at least, so ``ours − kernel`` is what the runtime adds per tool call.
 
+``--ids per-turn`` has the model name every call ``call_0`` (numbered afresh in every
+response, as some OpenAI-compatible servers do) on every side, instead of one id per call.
+
 Run:  .venv/bin/python benchmarks/tool_loop.py [--k 1 10 50] [--rounds 7] [--quick]
-      [--mode durable|memory|both]
+      [--mode durable|memory|both] [--ids unique|per-turn]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -78,12 +81,28 @@ async def read(path: str) -> str:
     return f"contents of {path}"
 
 
-CALLS = [
-    _assistant(
-        ToolCall(id=f"call_{n}", name="read", arguments={"path": f"f{n}.txt"}), stop="toolUse"
-    )
-    for n in range(MAX_K)
-]
+#: How the model names its calls (``--ids``): ``unique`` (``call_0``, ``call_1``, …, one id
+#: per call of the run), or ``per-turn`` (numbered afresh in every response, so every call of
+#: a run is ``call_0``: what some OpenAI-compatible servers send).
+ID_SCHEMES = ("unique", "per-turn")
+
+
+def call_id(n: int, ids: str) -> str:
+    """The id of the run's ``n``-th call under the ``ids`` scheme."""
+    return f"call_{n}" if ids == "unique" else "call_0"
+
+
+def _calls(ids: str) -> list[Any]:
+    return [
+        _assistant(
+            ToolCall(id=call_id(n, ids), name="read", arguments={"path": f"f{n}.txt"}),
+            stop="toolUse",
+        )
+        for n in range(MAX_K)
+    ]
+
+
+CALLS = {ids: _calls(ids) for ids in ID_SCHEMES}
 
 
 def calls_answered(context: Context) -> int:
@@ -97,17 +116,18 @@ def calls_answered(context: Context) -> int:
     return done
 
 
-def loop_stream(k: int) -> Any:
+def loop_stream(k: int, ids: str = "unique") -> Any:
     """A stream function calling ``read`` ``k`` times, then answering with text."""
+    calls = CALLS[ids]
 
     def stream(model: Model, context: Context, options: StreamOptions) -> Any:
         done = calls_answered(context)
-        return _done(CALLS[done] if done < k else ANSWER)
+        return _done(calls[done] if done < k else ANSWER)
 
     return stream
 
 
-def pydantic_ai_agent(k: int) -> Any:
+def pydantic_ai_agent(k: int, ids: str = "unique") -> Any:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
@@ -116,7 +136,7 @@ def pydantic_ai_agent(k: int) -> Any:
     usage = RequestUsage(input_tokens=1_200, output_tokens=40)
     calls = [
         ModelResponse(
-            parts=[ToolCallPart("read", {"path": f"f{n}.txt"}, tool_call_id=f"call_{n}")],
+            parts=[ToolCallPart("read", {"path": f"f{n}.txt"}, tool_call_id=call_id(n, ids))],
             usage=usage,
         )
         for n in range(k)
@@ -136,7 +156,7 @@ def pydantic_ai_agent(k: int) -> Any:
     return agent
 
 
-def kernel_floor() -> Any:
+def kernel_floor(ids: str = "unique") -> Any:
     """The bare kernel running the same loop: what a ``Runtime.run`` costs at least."""
     model = Model(**MODEL)
     config = AgentLoopConfig(model=model)
@@ -147,7 +167,8 @@ def kernel_floor() -> Any:
     async def kernel(k: int) -> Any:
         context = AgentContext("", [], [read])
         prompt = UserMessage(content=PROMPT)
-        return await run_agent_loop([prompt], context, config, ignore, stream_fn=loop_stream(k))
+        stream = loop_stream(k, ids)
+        return await run_agent_loop([prompt], context, config, ignore, stream_fn=stream)
 
     return kernel
 
@@ -250,12 +271,12 @@ async def amain(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="tool-loop-") as name:
         runtimes = {
             (mode, k): make_runtime(
-                Path(name) / f"{mode}-k{k}", loop_stream(k), memory=mode == "memory"
+                Path(name) / f"{mode}-k{k}", loop_stream(k, args.ids), memory=mode == "memory"
             )
             for mode in modes
             for k in ks
         }
-        agents = {k: pydantic_ai_agent(k) for k in ks}
+        agents = {k: pydantic_ai_agent(k, args.ids) for k in ks}
 
         def ours_in(mode: str) -> Any:
             async def ours(k: int) -> Any:
@@ -272,7 +293,7 @@ async def amain(args: argparse.Namespace) -> None:
         async def theirs(k: int) -> Any:
             return await agents[k].run(PROMPT, usage_limits=limits)
 
-        kernel = kernel_floor()
+        kernel = kernel_floor(args.ids)
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
         close_floor = None
         if "durable" in modes:  # the file floor, with lines the durable side writes
@@ -281,7 +302,9 @@ async def amain(args: argparse.Namespace) -> None:
             turn_end, close_floor = durable_floor(Path(name) / "floor", lines)
             if "memory" in modes:
                 in_place = {
-                    k: make_runtime(Path(name) / f"floor-k{k}", loop_stream(k), memory=True)
+                    k: make_runtime(
+                        Path(name) / f"floor-k{k}", loop_stream(k, args.ids), memory=True
+                    )
                     for k in ks
                 }
                 runtimes.update({("floor", k): runtime for k, runtime in in_place.items()})
@@ -331,7 +354,8 @@ async def amain(args: argparse.Namespace) -> None:
         creation = creation_cost(Path(name) / f"durable-k{ks[0]}") if "durable" in modes else None
     load = os.getloadavg()
     print(
-        f"\nK tool calls per run, {args.rounds} interleaved rounds × {args.batch} runs per side; "
+        f"\nK tool calls per run (ids {args.ids}), {args.rounds} interleaved rounds × "
+        f"{args.batch} runs per side; "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     for title, data in (("wall time", samples), ("process CPU time", cpu_samples)):
@@ -411,6 +435,12 @@ def main() -> None:
         choices=["durable", "memory", "both"],
         default="durable",
         help="our runtime's backends: the durable default, memory mode, or both interleaved",
+    )
+    parser.add_argument(
+        "--ids",
+        choices=ID_SCHEMES,
+        default="unique",
+        help="the model's tool-call ids: one per call, or call_0 in every response",
     )
     args = parser.parse_args()
     if args.quick:

@@ -128,7 +128,9 @@ SHAPES: list[tuple[str, list[Any], bool]] = [
     ),
     ("a result missing", [_user(), *_group(_call("c1"), _call("c2"))[:-1]], False),
     ("results out of order", [_user(), *_group(_call("c1"), _call("c2"), order=[1, 0])], False),
-    ("an id twice", [_user(), *_group(_call("c1")), *_group(_call("c1"))], False),
+    # a provider numbering its calls afresh in every turn (``loop_tail``, "Ids named again")
+    ("an id again in a later turn", [_user(), *_group(_call("c1")), *_group(_call("c1"))], True),
+    ("an id twice in one turn", [_user(), *_group(_call("c1"), _call("c1"))], False),
     ("sessions_spawn", [_user(), *_group(_call("c1", "sessions_spawn"))], False),
     ("a name with spaces", [_user(), *_group(_call("c1", " read"))], False),
     (

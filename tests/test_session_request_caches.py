@@ -26,6 +26,8 @@ from openclaw_runtime.context import guard as guard_module
 from openclaw_runtime.context.guard import ProjectionMemo
 from openclaw_runtime.runner import attempt as attempt_module
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from openclaw_runtime.transcript import run_transcript_sanitizers
+from openclaw_runtime.transcript.incremental import IncrementalSanitizer
 from tests.run_support import mock_openai_config, mock_openai_server, read
 
 pytestmark = pytest.mark.anyio
@@ -117,3 +119,41 @@ async def test_a_kept_open_sessions_turns_convert_and_measure_what_is_new(
     fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
     assert bodies == fresh
     assert [len(turn) for turn in bodies] == [CALLS + 1] * TURNS
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    """Some OpenAI-compatible servers number their calls afresh in every response, so every
+    call of a session is ``call_0``. The sanitizer's caches used to give up on a part that
+    named an id of the part they held, so every request ran the whole pipeline over the
+    whole session (quadratic in a tool loop, ``benchmarks/tool_loop.py --ids per-turn``).
+    Now a turn's requests run it over nothing, and send what the full pipeline makes."""
+    monkeypatch.setattr(server, "_next_call_id", lambda: "call_0")
+    seen: list[int] = []
+
+    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        seen.append(len(messages))
+        return run_transcript_sanitizers(messages, *args, **kwargs)
+
+    monkeypatch.setitem(IncrementalSanitizer.run.__kwdefaults__, "full", counting)
+    bodies, _ = await _turns(tmp_path / "kept", server, memory=memory, counted=None)
+    # every call of the session is call_0 (the requests make them unique for the provider)
+    sent = [call["id"] for m in bodies[-1][-1]["messages"] for call in m.get("tool_calls", ())]
+    assert len(sent) == TURNS * CALLS and sent[0] == "call_0", sent
+    assert seen == [], seen  # clean turns: no stage ran for any request
+
+    # the same turns through the whole pipeline at every request: the same requests
+    def full_every_time(
+        self: IncrementalSanitizer, messages: Any, policy: Any, sanitizers: Any, **kw: Any
+    ) -> list[Any]:
+        return run_transcript_sanitizers(list(messages), policy, sanitizers)
+
+    monkeypatch.setattr(IncrementalSanitizer, "run", full_every_time)
+    server.reset()
+    fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
+    assert bodies == fresh

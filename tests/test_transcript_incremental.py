@@ -39,11 +39,22 @@ POLICIES = {
 class History:
     """A random but plausible growing transcript."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, ids: str = "unique") -> None:
         self.rng = random.Random(seed)
         self.clock = 1_000
         self.calls = 0
         self.messages: list[Any] = []
+        #: "unique": every call its own id; "per_turn": numbered from 0 in every assistant
+        #: turn (``call_0``, ``call_1``...), as providers that reuse ids across turns send
+        #: them; "pool": drawn from two, so they collide everywhere (twice in a turn too)
+        self.ids = ids
+
+    def call_id(self, position: int) -> str:
+        """The id of the call at ``position`` in its assistant turn."""
+        self.calls += 1
+        if self.ids == "pool":
+            return self.rng.choice(["a", "b"])
+        return f"call_{self.calls}" if self.ids == "unique" else f"call_{position}"
 
     def stamp(self) -> int:
         self.clock += self.rng.randint(1, 50)
@@ -75,8 +86,7 @@ class History:
                 if rng.random() < 0.4
                 else []
             )
-            self.calls += 1
-            call = ToolCall(id=f"call_{self.calls}", name=rng.choice(["read", "exec", "gone"]))
+            call = ToolCall(id=self.call_id(0), name=rng.choice(["read", "exec", "gone"]))
             self.messages.append(self.assistant([*thinking, call], stop="toolUse"))
             if rng.random() < 0.9:
                 self.messages.append(
@@ -115,11 +125,12 @@ def dumped(messages: list[Any]) -> list[Any]:
     return [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in messages]
 
 
+@pytest.mark.parametrize("ids", ["unique", "per_turn", "pool"])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("seed", range(12))
-def test_incremental_equals_full_pipeline(policy_name: str, seed: int) -> None:
+def test_incremental_equals_full_pipeline(policy_name: str, seed: int, ids: str) -> None:
     policy = POLICIES[policy_name]
-    history = History(seed)
+    history = History(seed, ids)
     incremental = IncrementalSanitizer()
     reused = 0
     for step in range(40):
@@ -178,9 +189,8 @@ class ToolLoopHistory(History):
             signature = rng.choice([None, "sig", "sig", "  "])
             blocks.append(ThinkingContent(thinking="plan", thinking_signature=signature))
         calls = []
-        for _ in range(rng.choice([1, 1, 1, 2, 3])):
-            self.calls += 1
-            calls.append(ToolCall(id=f"call_{self.calls}", name=rng.choice(["read", "exec"])))
+        for position in range(rng.choice([1, 1, 1, 2, 3])):
+            calls.append(ToolCall(id=self.call_id(position), name=rng.choice(["read", "exec"])))
         if rng.random() < 0.01:
             calls.append(ToolCall(id=calls[0].id, name="read"))  # a duplicate id
         self.messages.append(self.assistant([*blocks, *calls], stop="toolUse"))
@@ -209,12 +219,16 @@ class ToolLoopHistory(History):
         self.messages.append(UserMessage(content=f"q {len(self.messages)}", timestamp=self.stamp()))
 
 
+@pytest.mark.parametrize("ids", ["unique", "per_turn", "pool"])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("seed", range(10))
-def test_incremental_equals_full_pipeline_inside_tool_loops(policy_name: str, seed: int) -> None:
-    """Sanitized before every model call of long tool loops, as the runner does."""
+def test_incremental_equals_full_pipeline_inside_tool_loops(
+    policy_name: str, seed: int, ids: str
+) -> None:
+    """Sanitized before every model call of long tool loops, as the runner does (with ids
+    unique, and numbered afresh in every turn as some providers send them)."""
     policy = POLICIES[policy_name]
-    history = ToolLoopHistory(seed)
+    history = ToolLoopHistory(seed, ids)
     incremental = IncrementalSanitizer()
     loop_hits = 0
     for turn in range(8):
@@ -359,8 +373,8 @@ def test_a_fresh_sessions_first_tool_groups_equal_the_full_pipeline(
     assert dumped(incremental.run(messages, policy, BUILTIN_SANITIZERS)) == dumped(expected)
 
 
-def _clean_group(number: int) -> list[Any]:
-    call = ToolCall(id=f"c{number}", name="read", arguments={"path": f"f{number}"})
+def _clean_group(number: int, call_id: str | None = None) -> list[Any]:
+    call = ToolCall(id=call_id or f"c{number}", name="read", arguments={"path": f"f{number}"})
     assistant = AssistantMessage(
         content=[call], stop_reason="toolUse", api="x", provider="x", model="m", timestamp=number
     )
@@ -379,6 +393,7 @@ def _answer(text: str, stamp: int, *, thinking: bool = False) -> AssistantMessag
     )
 
 
+@pytest.mark.parametrize("call_id", [None, "call_0"])
 @pytest.mark.parametrize(
     ("earlier", "want"),
     [
@@ -387,19 +402,22 @@ def _answer(text: str, stamp: int, *, thinking: bool = False) -> AssistantMessag
         ("thinking", [1, 1, 0, 0, 0, 0]),  # an answer with thinking: the pipeline, twice
     ],
 )
-def test_a_clean_loops_requests_run_no_stage(earlier: str, want: list[int]) -> None:
+def test_a_clean_loops_requests_run_no_stage(
+    earlier: str, want: list[int], call_id: str | None
+) -> None:
     """Stage runs per request of a clean tool loop. A fresh session's plain prompt (first
     request) needs none and neither do the following ones. After earlier turns, the new
     turn's first two requests sanitize the previous turn and the new prompt: no stage when
     that part is a clean region (``transcript.clean_turns``), else the pipeline at both (the
     boundary moves to the new prompt at the second); from the third request on, the loop
-    cache, as every later one does."""
+    cache, as every later one does. The same with every call named ``call_0`` (a provider
+    numbering its calls afresh in every turn): the cached parts name it too."""
     policy = POLICIES["openai"]
     history: list[Any] = []
     if earlier != "none":
         for turn in range(3):
             history.append(UserMessage(content=f"question {turn}", timestamp=10 * turn + 1))
-            history.extend(_clean_group(100 + turn))
+            history.extend(_clean_group(100 + turn, call_id))
             thinking = earlier == "thinking" and turn == 2
             history.append(_answer(f"answer {turn}", 10 * turn + 2, thinking=thinking))
     history.append(UserMessage(content="read them", timestamp=50))
@@ -420,7 +438,7 @@ def test_a_clean_loops_requests_run_no_stage(earlier: str, want: list[int]) -> N
         expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
         assert dumped(got) == dumped(expected)
         runs_per_request.append(len(ran) - before)
-        history.extend(_clean_group(number))
+        history.extend(_clean_group(number, call_id))
     assert runs_per_request == want
     loop = incremental._loop
     assert loop is not None

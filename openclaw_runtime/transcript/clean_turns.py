@@ -15,7 +15,9 @@ A *clean region* is a history part that
   image), clean text answers (an assistant turn that did not fail, whose content is a
   non-empty list of non-blank text blocks: no thinking, no call, no image, nothing blank)
   and clean complete tool groups (``loop_tail``: a clean assistant turn with calls followed by
-  one clean result per call, in call order; no call id twice in the region),
+  one clean result per call, in call order; no call id twice in one turn, while a later turn
+  may name an id again, as providers that number calls afresh in every turn do:
+  ``loop_tail``, "Ids named again"),
 * and holds no compaction summary, custom message or anything else.
 
 Run over such a region alone, under a policy of declared types
@@ -77,7 +79,6 @@ def clean_region_outputs(
     strip = details_stage and policy.wants("tool_result_details", True)
     allowed = normalize_allowed_names(policy.allowed_tool_names)  # as ``loop_tail`` reads it
     out: list[Any] = []
-    seen: set[str] = set()
     index, count = 0, len(messages)
     if role_of(messages[0]) != "user":
         return None
@@ -101,11 +102,10 @@ def clean_region_outputs(
             index += 1
             continue
         size = len(calls)
-        if not facts.clean or not seen.isdisjoint(calls) or len(set(calls)) != size:
+        if not facts.clean or (size > 1 and len(set(calls)) != size):
             return None
         if index + size >= count:  # a result still to come
             return None
-        seen.update(calls)
         out.append(message)
         for offset, call_id in enumerate(calls, start=1):
             result = messages[index + offset]

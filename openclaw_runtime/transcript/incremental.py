@@ -51,7 +51,9 @@ stage changes), it is taken as it is instead of running the stages.
 history: a signed-thinking turn that reuses an earlier call's id while its result is displaced
 is dropped, and a real result replaces an earlier synthetic one for the same call. Both caches
 keep the ids their cached part names, and a part still to sanitize that names one of them runs
-in full.
+in full, unless it is a clean tail or a clean region: neither rule can reach those
+(``loop_tail``, "Ids named again"), so a provider that numbers its calls afresh in every turn
+(``call_0`` each time) keeps the caches too.
 """
 
 from __future__ import annotations
@@ -496,10 +498,11 @@ class IncrementalSanitizer:
             start = len(loop.inputs)
             rest = messages[start:]
             clean = loop.clean_tail_of(rest)
-            if clean is not None and loop.ids.isdisjoint(clean[0].ids):
+            if clean is not None:
                 # the normal case: the new tool group (and the one before it) come out as
-                # they are (results without their details), whatever the context; no stage
-                # needs to run
+                # they are (results without their details), whatever the context and
+                # whatever ids of it they name again (``loop_tail``, "Ids named again"); no
+                # stage needs to run
                 out = [*loop.outputs, *clean[1]]
                 self._advance_clean(messages, out, loop, clean[0])
                 return out
@@ -524,20 +527,25 @@ class IncrementalSanitizer:
                 self._prefix_ids = ids if ids is not None else _call_ids(self._inputs)
         start = 0
         head: Sequence[Any] = ()
+        region: list[Any] | None = None
         if (
             key == self._key
             and _extends(self._inputs, messages)
-            and not _names_cached(self._prefix_ids, messages[len(self._inputs) :])
             and not _predates_compaction(messages, len(self._inputs))
         ):
-            start = len(self._inputs)
-            head = self._outputs
+            # a new turn's first requests: the previous turn and the new prompt, which in the
+            # normal case come out as they are (``transcript.clean_turns``), even when they
+            # name ids of the cached part again (``loop_tail``, "Ids named again")
+            rest = messages[len(self._inputs) :]
+            region = clean_region_outputs(rest, policy, self._strips_details())
+            if region is not None or not _names_cached(self._prefix_ids, rest):
+                start = len(self._inputs)
+                head = self._outputs
         if start == 0 and is_plain_user_turn(messages, policy):
             tail = list(messages)  # what every built-in stage leaves of it (a fresh session)
         else:
-            # a new turn's first requests: the previous turn and the new prompt, which in the
-            # normal case come out as they are (``transcript.clean_turns``)
-            region = clean_region_outputs(messages[start:], policy, self._strips_details())
+            if not start:  # the region above was of another part, or not looked for
+                region = clean_region_outputs(messages, policy, self._strips_details())
             if region is not None:
                 tail = region
             else:

@@ -26,12 +26,21 @@ context, stage by stage:
 * ``blank_user_turns``, ``google_turn_ordering`` — only user messages and the first message.
 
 A run of messages is a *clean tail* (:func:`clean_tail`) when it is a sequence of complete tool
-groups: a clean assistant turn with calls (no id twice in the whole run), followed by one clean
+groups: a clean assistant turn with calls (no id twice in the turn), followed by one clean
 result per call in call order and nothing else. The pairing stage then finds every result
 right after its call and adds nothing; every other stage works message by message. Whatever
 the context before such a tail, the pipeline's output ends with the tail itself, unchanged
 (the tests compare this against the full pipeline on a table of shapes). Anything unsure is
 not clean and takes the pipeline.
+
+**Ids named again.** Some providers number their calls afresh in every turn (``call_0``
+each time), so a tail's ids may repeat across its groups and name calls of the context.
+That changes nothing above: the pairing stage looks for a call's results in its own frame
+first (the turn up to the next turn with calls), where every result of a clean group is,
+so no result of the tail is left over to answer an earlier call, and no earlier result
+is left over for the tail's calls (those frames end before the tail). The only stage rule
+that reads ids across turns otherwise (a signed-thinking turn that reuses an earlier id) is
+about thinking blocks, which no clean turn holds.
 """
 
 from __future__ import annotations
@@ -251,16 +260,14 @@ def clean_facts(facts: MessageFacts, compaction_stamp: float | None) -> bool:
 
 
 class TailFacts(NamedTuple):
-    """A clean tail's shape: where its last group starts and every call id it names (a
-    named tuple, made for every request of a tool loop)."""
+    """A clean tail's shape: where its last group starts (a named tuple, made for every
+    request of a tool loop)."""
 
     last_group: int
-    ids: frozenset[str]
 
 
 def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) -> TailFacts | None:
     """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``."""
-    seen: set[str] = set()
     index = 0
     last = -1
     count = len(facts)
@@ -272,9 +279,8 @@ def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) ->
             return None
         calls = head.ids
         size = len(calls)
-        if not seen.isdisjoint(calls) or (size > 1 and len(set(calls)) != size):
-            return None
-        seen.update(calls)
+        if size > 1 and len(set(calls)) != size:
+            return None  # an id twice in one turn: its results are matched by order
         if index + size >= count:  # a result is missing at the end
             return None
         last = index
@@ -285,4 +291,4 @@ def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) ->
         index += size + 1
     if last < 0:
         return None
-    return TailFacts(last, frozenset(seen))
+    return TailFacts(last)
