@@ -64,6 +64,8 @@ def test_requests_and_releases_give_the_old_memos_outputs(seed: int) -> None:
     request = list(history)
     limits = [100, 100, 100, 7]
     projected_request: list[Any] = []
+    kept_then: set[int] = set()  # at the previous release: the messages kept, their entries
+    entries_then: set[int] = set()
     for _ in range(rng.randrange(1, 14)):
         step = rng.random()
         if step < 0.35:  # a tool loop's next request: the same messages and more
@@ -80,13 +82,24 @@ def test_requests_and_releases_give_the_old_memos_outputs(seed: int) -> None:
             new.keep_only(*keep)
             old.keep_only(*keep)
             wanted = {id(m) for messages in keep for m in messages}
-            assert set(new._entries) == set(old._entries) <= wanted
+            assert set(new._entries) <= set(old._entries) <= wanted
+            # what the old memo keeps besides: only (when the lists kept extend the ones
+            # kept before) messages that were kept then without an entry and sent since,
+            # whose projection is made again if they are sent again
+            assert set(old._entries) - set(new._entries) <= kept_then - entries_then
+            kept_then, entries_then = wanted, set(new._entries)
             if new._last is not None:
                 inputs, projected, _ = new._last
                 assert inputs and {id(m) for m in inputs} <= wanted
                 # what it holds besides: projections of those messages (a message met twice
-                # in one request was projected twice: equal, not always the entry's object)
-                assert _same(projected, [new._entries[id(m)][2] for m in inputs])
+                # in one request was projected twice: equal, not always the entry's object;
+                # a kept message forgotten as above has none)
+                assert _same(projected, [project(m) for m in inputs])
+                assert all(
+                    _same([projected[i]], [new._entries[id(m)][2]])
+                    for i, m in enumerate(inputs)
+                    if id(m) in new._entries
+                )
                 assert len(inputs) <= len(projected_request)
                 assert all(map(operator.is_, inputs, projected_request))  # its leading run
             history = models  # the next turn resends the session's models
@@ -163,3 +176,52 @@ def test_a_request_sharing_the_leading_part_projects_from_the_first_other_object
         # the messages before the copy were not looked at again (all of them: no shared part)
         assert LookUps.looked == len(history) - index, index
         assert memo._last is not None and all(map(operator.is_, memo._last[0], history))
+
+
+def test_a_kept_open_sessions_releases_look_at_what_is_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kept-open session's attempts end with ``keep_only(history, cached outputs)``, each
+    list the previous one plus the turn's messages. Only those are looked at then (the
+    keys entered since against the lists' new messages), not the whole history: an id set
+    of the history cost ≈ 1.5 ms of a warm turn at 10 000 messages. A list that does not
+    start with the previous one (a compaction rewrote the history) takes the whole look."""
+    from openclaw_runtime.context import guard as guard_module
+
+    looked = [0]
+
+    class CountingSet(set):  # type: ignore[type-arg]
+        def update(self, *items: Any) -> None:
+            for each in items:
+                each = list(each)
+                looked[0] += len(each)
+                super().update(each)
+
+    monkeypatch.setattr(guard_module, "set", CountingSet, raising=False)
+    rng = random.Random(7)
+    serial = [0]
+    memo = ProjectionMemo()
+    history = [_fresh(rng, serial) for _ in range(300)]
+    outputs = list(history)
+    for turn in range(12):
+        prompt = UserMessage(content=f"turn {turn}")
+        loop = [_fresh(rng, serial) for _ in range(4)]  # the kernel's messages of the turn
+        for end in range(1, len(loop) + 1):
+            request = [*outputs, prompt, *loop[:end]]
+            assert _same(memo.project_all(request, 100, project), [project(m) for m in request])
+        models = [_fresh(rng, serial) for _ in range(5)]  # the session's models of the turn
+        history = [*history, *models]
+        outputs = [*outputs, *models]
+        looked[0] = 0
+        memo.keep_only(history, outputs)
+        # every message of the kernel's is forgotten, every kept one that has an entry stays
+        assert not {id(prompt), *map(id, loop)} & set(memo._entries)
+        assert {id(m) for m in outputs[:300]} <= set(memo._entries)
+        if turn:
+            assert looked[0] <= 2 * len(models), (turn, looked[0])
+    # a history that no longer starts with the one kept before: everything is looked at
+    history = history[100:]
+    looked[0] = 0
+    memo.keep_only(history, history)
+    assert looked[0] >= 2 * len(history)
+    assert set(memo._entries) <= {id(m) for m in history}

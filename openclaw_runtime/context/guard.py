@@ -344,6 +344,11 @@ class ProjectionMemo:
         self._entries: dict[int, tuple[Any, int, Any]] = {}
         #: The previous request: its messages, their projections, the limit.
         self._last: tuple[list[Any], list[Any], int] | None = None
+        #: What ``keep_only`` was last given (copies), and the keys entered since (``None``:
+        #: not known, the entries were rebuilt): when each list kept now starts with the one
+        #: kept then (a kept-open session's next turn), only those keys are looked at.
+        self._kept: tuple[list[Any], ...] | None = None
+        self._entered: list[int] | None = None
         #: The running token sum of the projected messages (the precheck's default
         #: estimator), kept with the projections it was measured on.
         self.tokens = _HistoryTokens()
@@ -386,6 +391,7 @@ class ProjectionMemo:
             seen[id(message)] = (message, limit, projected)
             out.append(projected)
         self._entries = seen
+        self._entered = None  # every entry is new: the next ``keep_only`` looks at all
         self._last = (list(source), out, limit)
         return list(out)
 
@@ -402,6 +408,7 @@ class ProjectionMemo:
         ``project_all`` (a tool loop's assistant turns)."""
         inputs, outputs, _ = last
         entries = self._entries
+        entered = self._entered
         for message in source[len(inputs) :]:
             hit = entries.get(id(message))
             if hit is not None and hit[0] is message and hit[1] == limit:
@@ -410,6 +417,8 @@ class ProjectionMemo:
                 projected = message
             else:
                 projected = project(message)
+            if hit is None and entered is not None:
+                entered.append(id(message))
             entries[id(message)] = (message, limit, projected)
             inputs.append(message)
             outputs.append(projected)
@@ -419,6 +428,7 @@ class ProjectionMemo:
         """Forget every projection."""
         self._entries = {}
         self._last = None
+        self._kept = self._entered = None
         self.tokens.keep_leading(())  # the same object: a guard's estimator may hold it
 
     def kept_outputs(self) -> Sequence[Any]:
@@ -435,21 +445,44 @@ class ProjectionMemo:
         of the message and the limit, so what is forgotten only costs a projection again,
         never changes one. The token sum keeps the same leading run. A request usually
         starts with the last list of ``keep`` (the runner gives the sanitizer's cached output
-        last): its leading objects are kept without a look-up."""
+        last): its leading objects are kept without a look-up.
+
+        When every list of ``keep`` starts with the one of the previous call (the same
+        objects: a kept-open session's next turn), only the keys entered since are looked at,
+        against the lists' new messages: the rest was kept then and is still in ``keep``. A
+        key entered since for a kept message that had no entry then (one no request had
+        sent) is forgotten too, which only costs its projection again."""
         # an entry's key is its message's id and both objects are alive: same id, same object
-        wanted: set[int] = set()
-        for messages in keep:
-            wanted.update(map(id, messages))  # at C speed: an attempt's end on a long history
         entries = self._entries
-        for key in entries.keys() - wanted:  # the attempt's own messages: few
-            del entries[key]
+        kept_before, entered = self._kept, self._entered
+        if (
+            entered is not None
+            and kept_before is not None
+            and len(kept_before) == len(keep)
+            and all(map(starts_with, keep, kept_before))
+        ):
+            added: set[int] = set()
+            for messages, before in zip(keep, kept_before, strict=True):
+                added.update(map(id, messages[len(before) :]))
+            for key in entered:
+                if key not in added:
+                    entries.pop(key, None)
+        else:
+            wanted: set[int] = set()
+            for messages in keep:
+                wanted.update(map(id, messages))  # at C speed: an attempt's end on a long history
+            for key in entries.keys() - wanted:  # the attempt's own messages: few
+                del entries[key]
+        self._kept = tuple(map(list, keep))
+        self._entered = []
         last, self._last = self._last, None
         if last is not None:
             inputs, outputs, limit = last
             # a request starts with the messages of the last list kept (the sanitizer's
-            # cached output): those are kept without a look-up, the rest looked up
+            # cached output): those are kept without a look-up, the rest looked up (every
+            # message of the request has an entry, kept if and only if the message is)
             start = shared_prefix_length(inputs, keep[-1]) if keep else 0
-            absent = map(operator.not_, map(wanted.__contains__, map(id, inputs[start:])))
+            absent = map(operator.not_, map(entries.__contains__, map(id, inputs[start:])))
             kept = start + next(itertools.compress(itertools.count(), absent), len(inputs) - start)
             if kept:
                 del inputs[kept:]
