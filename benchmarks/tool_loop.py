@@ -33,9 +33,10 @@ sanitizers, no context guard, no lanes, no recovery, events to a no-op). It is w
 
 ``--ids per-turn`` has the model name every call ``call_0`` (numbered afresh in every
 response, as some OpenAI-compatible servers do) on every side, instead of one id per call.
+``--thinking`` puts a thinking block before every call (a reasoning model), on every side.
 
 Run:  .venv/bin/python benchmarks/tool_loop.py [--k 1 10 50] [--rounds 7] [--quick]
-      [--mode durable|memory|both] [--ids unique|per-turn]
+      [--mode durable|memory|both] [--ids unique|per-turn] [--thinking]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -68,7 +69,7 @@ from openclaw_runtime.agent.loop import run_agent_loop
 from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
 from openclaw_runtime.events import AgentEvent
 from openclaw_runtime.llm import Context, Model, StreamOptions
-from openclaw_runtime.messages import ToolCall, UserMessage
+from openclaw_runtime.messages import ThinkingContent, ToolCall, UserMessage
 from openclaw_runtime.redaction import contains_secret
 
 PROMPT = "Read the files one after another."
@@ -92,9 +93,14 @@ def call_id(n: int, ids: str) -> str:
     return f"call_{n}" if ids == "unique" else "call_0"
 
 
-def _calls(ids: str) -> list[Any]:
+#: What a reasoning model says before each call (``--thinking``).
+THOUGHT = "The next file may hold the answer; read it."
+
+
+def _calls(ids: str, thinking: bool) -> list[Any]:
     return [
         _assistant(
+            *([ThinkingContent(thinking=THOUGHT)] if thinking else []),
             ToolCall(id=call_id(n, ids), name="read", arguments={"path": f"f{n}.txt"}),
             stop="toolUse",
         )
@@ -102,7 +108,7 @@ def _calls(ids: str) -> list[Any]:
     ]
 
 
-CALLS = {ids: _calls(ids) for ids in ID_SCHEMES}
+CALLS = {(ids, thinking): _calls(ids, thinking) for ids in ID_SCHEMES for thinking in (False, True)}
 
 
 def calls_answered(context: Context) -> int:
@@ -116,9 +122,9 @@ def calls_answered(context: Context) -> int:
     return done
 
 
-def loop_stream(k: int, ids: str = "unique") -> Any:
+def loop_stream(k: int, ids: str = "unique", thinking: bool = False) -> Any:
     """A stream function calling ``read`` ``k`` times, then answering with text."""
-    calls = CALLS[ids]
+    calls = CALLS[(ids, thinking)]
 
     def stream(model: Model, context: Context, options: StreamOptions) -> Any:
         done = calls_answered(context)
@@ -127,16 +133,19 @@ def loop_stream(k: int, ids: str = "unique") -> Any:
     return stream
 
 
-def pydantic_ai_agent(k: int, ids: str = "unique") -> Any:
+def pydantic_ai_agent(k: int, ids: str = "unique", thinking: bool = False) -> Any:
     from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.usage import RequestUsage
 
     usage = RequestUsage(input_tokens=1_200, output_tokens=40)
     calls = [
         ModelResponse(
-            parts=[ToolCallPart("read", {"path": f"f{n}.txt"}, tool_call_id=call_id(n, ids))],
+            parts=[
+                *([ThinkingPart(THOUGHT)] if thinking else []),
+                ToolCallPart("read", {"path": f"f{n}.txt"}, tool_call_id=call_id(n, ids)),
+            ],
             usage=usage,
         )
         for n in range(k)
@@ -156,7 +165,7 @@ def pydantic_ai_agent(k: int, ids: str = "unique") -> Any:
     return agent
 
 
-def kernel_floor(ids: str = "unique") -> Any:
+def kernel_floor(ids: str = "unique", thinking: bool = False) -> Any:
     """The bare kernel running the same loop: what a ``Runtime.run`` costs at least."""
     model = Model(**MODEL)
     config = AgentLoopConfig(model=model)
@@ -167,7 +176,7 @@ def kernel_floor(ids: str = "unique") -> Any:
     async def kernel(k: int) -> Any:
         context = AgentContext("", [], [read])
         prompt = UserMessage(content=PROMPT)
-        stream = loop_stream(k, ids)
+        stream = loop_stream(k, ids, thinking)
         return await run_agent_loop([prompt], context, config, ignore, stream_fn=stream)
 
     return kernel
@@ -271,12 +280,14 @@ async def amain(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="tool-loop-") as name:
         runtimes = {
             (mode, k): make_runtime(
-                Path(name) / f"{mode}-k{k}", loop_stream(k, args.ids), memory=mode == "memory"
+                Path(name) / f"{mode}-k{k}",
+                loop_stream(k, args.ids, args.thinking),
+                memory=mode == "memory",
             )
             for mode in modes
             for k in ks
         }
-        agents = {k: pydantic_ai_agent(k, args.ids) for k in ks}
+        agents = {k: pydantic_ai_agent(k, args.ids, args.thinking) for k in ks}
 
         def ours_in(mode: str) -> Any:
             async def ours(k: int) -> Any:
@@ -293,7 +304,7 @@ async def amain(args: argparse.Namespace) -> None:
         async def theirs(k: int) -> Any:
             return await agents[k].run(PROMPT, usage_limits=limits)
 
-        kernel = kernel_floor(args.ids)
+        kernel = kernel_floor(args.ids, args.thinking)
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
         close_floor = None
         if "durable" in modes:  # the file floor, with lines the durable side writes
@@ -303,7 +314,9 @@ async def amain(args: argparse.Namespace) -> None:
             if "memory" in modes:
                 in_place = {
                     k: make_runtime(
-                        Path(name) / f"floor-k{k}", loop_stream(k, args.ids), memory=True
+                        Path(name) / f"floor-k{k}",
+                        loop_stream(k, args.ids, args.thinking),
+                        memory=True,
                     )
                     for k in ks
                 }
@@ -354,7 +367,8 @@ async def amain(args: argparse.Namespace) -> None:
         creation = creation_cost(Path(name) / f"durable-k{ks[0]}") if "durable" in modes else None
     load = os.getloadavg()
     print(
-        f"\nK tool calls per run (ids {args.ids}), {args.rounds} interleaved rounds × "
+        f"\nK tool calls per run (ids {args.ids}{', thinking' if args.thinking else ''}), "
+        f"{args.rounds} interleaved rounds × "
         f"{args.batch} runs per side; "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
@@ -441,6 +455,11 @@ def main() -> None:
         choices=ID_SCHEMES,
         default="unique",
         help="the model's tool-call ids: one per call, or call_0 in every response",
+    )
+    parser.add_argument(
+        "--thinking",
+        action="store_true",
+        help="every call comes after a thinking block (a reasoning model), on every side",
     )
     args = parser.parse_args()
     if args.quick:

@@ -24,6 +24,7 @@ from openclaw_runtime.agent import convert as convert_module
 from openclaw_runtime.agent.convert import PrefixConverter
 from openclaw_runtime.context import guard as guard_module
 from openclaw_runtime.context.guard import ProjectionMemo
+from openclaw_runtime.messages import ThinkingContent
 from openclaw_runtime.runner import attempt as attempt_module
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript import run_transcript_sanitizers
@@ -157,3 +158,64 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     server.reset()
     fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
     assert bodies == fresh
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    """A reasoning model on OpenAI-compatible replay thinks before every call and answer.
+    No stage touches its thinking blocks under that policy, so its turns are clean: a
+    turn's requests run no stage (they ran the pipeline over the part after the cache's
+    boundary at every request before), and send what the full pipeline makes."""
+    seen: list[int] = []
+
+    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        seen.append(len(messages))
+        return run_transcript_sanitizers(messages, *args, **kwargs)
+
+    monkeypatch.setitem(IncrementalSanitizer.run.__kwdefaults__, "full", counting)
+
+    async def turns(state_dir: Path) -> list[list[Any]]:
+        config = mock_openai_config(state_dir, server)
+        config["models"][0]["reasoning"] = True
+        runtime = Runtime(config, load_entrypoints=False, memory=memory)
+        bodies: list[list[Any]] = []
+        try:
+            for turn in range(TURNS):
+                for n in range(CALLS):
+                    server.enqueue(
+                        Reply(reasoning=f"plan {n}", tool_calls=[("read", {"path": f"{n}.txt"})])
+                    )
+                server.enqueue(Reply(reasoning="so", text=f"answer {turn}"))
+                start = len(server.requests)
+                result = await runtime.run(f"read them {turn}", session_id="kept", tools=[read])
+                assert result.ok, result.error
+                bodies.append([request.body for request in server.requests[start:]])
+            session = await runtime.checkout_session("kept", cwd=str(state_dir))
+            history = session.build_session_context().messages
+            await runtime.checkin_session(session)
+            thinks = [
+                m
+                for m in history
+                if m.role == "assistant" and any(isinstance(b, ThinkingContent) for b in m.content)
+            ]
+            assert len(thinks) == TURNS * (CALLS + 1)  # every turn thought (and was kept)
+        finally:
+            await runtime.aclose()
+        return bodies
+
+    bodies = await turns(tmp_path / "kept")
+    assert seen == [], seen
+
+    def full_every_time(
+        self: IncrementalSanitizer, messages: Any, policy: Any, sanitizers: Any, **kw: Any
+    ) -> list[Any]:
+        return run_transcript_sanitizers(list(messages), policy, sanitizers)
+
+    monkeypatch.setattr(IncrementalSanitizer, "run", full_every_time)
+    server.reset()
+    assert await turns(tmp_path / "fresh") == bodies

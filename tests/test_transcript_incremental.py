@@ -33,6 +33,10 @@ POLICIES = {
         "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
     ),
     "google": resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+    # a reasoning model on OpenAI-compatible replay: no stage touches thinking blocks
+    "openai reasoning": resolve_transcript_policy(
+        "openai-completions", "deepseek", "deepseek-reasoner", model_reasoning=True
+    ),
 }
 
 

@@ -39,7 +39,11 @@ from openclaw_runtime.transcript.loop_tail import (
     message_facts,
 )
 from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
-from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS, SanitizerSpec
+from openclaw_runtime.transcript.sanitize import (
+    BUILTIN_SANITIZERS,
+    SanitizerSpec,
+    thinking_untouched,
+)
 from tests.test_transcript_incremental import dumped
 from tests.test_transcript_sanitizer_reads import AsDicts
 
@@ -58,7 +62,13 @@ POLICIES = {
         drop_thinking_blocks=False,
     ),
     "google": resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+    "completions, reasoning": resolve_transcript_policy(
+        "openai-completions", "deepseek", "deepseek-reasoner", model_reasoning=True
+    ),
 }
+#: The policies under which no stage touches a thinking block (read off the policy rules: no
+#: signed provider, no reasoning drop, no Claude thinking drop, no signed-turn replay).
+THINKING_KEPT = {"responses, read only", "google", "completions, reasoning"}
 
 SUMMARY_STAMP = 5_000
 
@@ -226,6 +236,7 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
         False,
     ),
     "a result name with spaces": (_result(tool_name=" read"), False),
+    # clean only where no stage touches thinking blocks (``THINKING_KEPT``)
     "signed thinking": (_assistant(SIGNED), False),
     "unsigned thinking": (_assistant(UNSIGNED), False),
     "blank-signed thinking": (_assistant(BLANK_SIGNED), False),
@@ -234,6 +245,7 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     "an aborted turn": (_assistant(stop="aborted"), False),
     "usage older than the compaction": (_stale_usage, True),  # clean unless compacted
 }
+THINKS = {"signed thinking", "unsigned thinking", "blank-signed thinking"}
 
 
 def _counting(calls: list[int]) -> Callable[..., list[Any]]:
@@ -255,6 +267,8 @@ def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
     shape, clean = SHAPES[shape_name]
     if shape_name == "a name off the allowlist":
         clean = policy.allowed_tool_names is None  # ``exec`` is fine without an allowlist
+    if shape_name in THINKS:
+        clean = policy_name in THINKING_KEPT  # no stage reads the thinking blocks there
     clean = clean and not (compacted and shape is _stale_usage)
     loop = Loop(compacted=compacted)
     convert = AsDicts() if representation == "dicts" else list
@@ -294,6 +308,9 @@ def test_clean_tail_of_each_shape(shape_name: str) -> None:
         assert found.last_group == 2  # the shape's group starts after the first group
     stamp = clean_tail(_facts(tail, policy), float(SUMMARY_STAMP))
     assert (stamp is not None) == (clean and shape is not _stale_usage), shape_name
+    # where no stage touches thinking blocks, a turn clean but for them counts too
+    thinking = clean_tail(_facts(tail, policy), None, thinking=True)
+    assert (thinking is not None) == (clean or shape_name in THINKS), shape_name
 
 
 def test_a_tail_must_be_whole_groups() -> None:
@@ -415,15 +432,18 @@ def test_facts_are_immutable_records() -> None:
             setattr(record, name, 0)
 
 
-def _clean_tail_reference(facts: list[Any], compaction_stamp: float | None) -> Any:
+def _clean_tail_reference(
+    facts: list[Any], compaction_stamp: float | None, kept_thinking: bool = False
+) -> Any:
     """``clean_tail`` before its shortcuts (no set made for one-call groups, the stamp check
     only with a stamp)."""
     index = 0
+    thinking = kept_thinking
     last = -1
     count = len(facts)
     while index < count:
         head = facts[index]
-        if head.role != "assistant" or not clean_facts(head, compaction_stamp):
+        if head.role != "assistant" or not clean_facts(head, compaction_stamp, thinking):
             return None
         calls = head.ids
         if len(set(calls)) != len(calls):
@@ -453,6 +473,7 @@ def _random_facts(rng: random.Random) -> list[Any]:
                 rng.random() < 0.9,
                 rng.choice([None, 10.0, 5_000.0, 9_000.0]),
                 rng.random() < 0.7,
+                thinking=rng.random() < 0.3,
             )
         )
         for call_id in calls:
@@ -471,8 +492,9 @@ def test_clean_tail_equals_its_reference(seed: int) -> None:
     for _ in range(2_000):
         facts = _random_facts(rng)
         stamp = rng.choice([None, None, 5_000.0])
-        got = clean_tail(facts, stamp)
-        assert got == _clean_tail_reference(facts, stamp), (facts, stamp)
+        thinking = rng.random() < 0.5
+        got = clean_tail(facts, stamp, thinking)
+        assert got == _clean_tail_reference(facts, stamp, thinking), (facts, stamp, thinking)
         found += got is not None
     assert found > 100  # clean tails were among them
 
@@ -523,3 +545,55 @@ def test_a_loops_results_keep_their_details_unless_the_details_stage_runs(
         expected = run_transcript_sanitizers(list(messages), policy, stages)
         assert dumped(got) == dumped(expected), (label, number)
     assert incremental._loop is not None  # the loop cache was used
+
+
+@pytest.mark.parametrize(
+    ("policy", "untouched"),
+    [
+        # OpenAI-compatible replay drops reasoning from history, unless the model reasons
+        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
+        (
+            resolve_transcript_policy(
+                "openai-completions", "openai", "gpt-4o", model_reasoning=True
+            ),
+            True,
+        ),
+        (resolve_transcript_policy("openai-completions", "moonshot", "kimi-k2.5"), True),
+        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), True),
+        # signed thinking: the signature stage and the signed-turn replay rule read it
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), False),
+        (
+            resolve_transcript_policy(
+                "bedrock-converse-stream", "amazon-bedrock", "anthropic.claude-3"
+            ),
+            False,
+        ),
+        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), True),
+        # the switches count: a stage forced on or off
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
+                disabled=frozenset({"drop_reasoning_from_history"}),
+            ),
+            True,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+                enabled=frozenset({"thinking_signatures"}),
+            ),
+            False,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+                enabled=frozenset({"drop_thinking_blocks"}),
+            ),
+            False,
+        ),
+    ],
+)
+def test_which_policies_leave_thinking_blocks_alone(policy: Any, untouched: bool) -> None:
+    """``thinking_untouched``, read off the policy rules by hand (the table tests above hold
+    the stages' output against the full pipeline under it)."""
+    assert thinking_untouched(policy) is untouched

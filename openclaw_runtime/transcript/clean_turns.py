@@ -20,6 +20,11 @@ A *clean region* is a history part that
   ``loop_tail``, "Ids named again"),
 * and holds no compaction summary, custom message or anything else.
 
+Under a policy whose stages never touch thinking blocks (``sanitize.thinking_untouched``: a
+reasoning model on OpenAI-compatible replay, Gemini), an answer or a tool-calling turn may
+also hold thinking blocks (``loop_tail``, "Turns that think"); an answer still needs a
+non-blank text block.
+
 Run over such a region alone, under a policy of declared types
 (``sanitize.has_declared_types``), every built-in stage returns it as it is (a result whose
 ``details`` the details stage removes becomes its copy without them, ``loop_tail.sanitized``,
@@ -39,16 +44,19 @@ from typing import Any
 from ..messages import AssistantMessage, TextContent
 from .loop_tail import is_clean_text_block, message_facts, sanitized
 from .policy import TranscriptPolicy
-from .sanitize import has_declared_types, is_plain_user_message
+from .sanitize import has_declared_types, is_plain_user_message, thinking_untouched
 from .tool_calls import normalize_allowed_names
 from .wire import role_of, wget
 
 __all__ = ["clean_region_outputs", "is_clean_text_answer"]
 
 
-def is_clean_text_answer(message: Any) -> bool:
+def is_clean_text_answer(message: Any, thinking: bool = False) -> bool:
     """An assistant turn no built-in stage changes wherever it stands (module docstring):
-    not failed, and its content a non-empty list of non-blank text blocks."""
+    not failed, and its content a non-empty list of non-blank text blocks (and, with
+    ``thinking``, thinking blocks besides at least one of them)."""
+    if thinking:
+        return _clean_thinking_answer(message)
     if type(message) is AssistantMessage and not message.__pydantic_extra__:
         if message.stop_reason in ("error", "aborted") or not message.content:
             return False
@@ -59,6 +67,19 @@ def is_clean_text_answer(message: Any) -> bool:
                 return False
         return True
     return _wire_clean_text_answer(message)
+
+
+def _clean_thinking_answer(message: Any) -> bool:
+    if role_of(message) != "assistant" or wget(message, "stopReason") in ("error", "aborted"):
+        return False
+    content = wget(message, "content")
+    if not isinstance(content, list):
+        return False
+    texts = [block for block in content if wget(block, "type") not in _THINKING_TYPES]
+    return bool(texts) and all(map(is_clean_text_block, texts))
+
+
+_THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 def _wire_clean_text_answer(message: Any) -> bool:
@@ -77,6 +98,7 @@ def clean_region_outputs(
     if not messages or not has_declared_types(policy):
         return None
     strip = details_stage and policy.wants("tool_result_details", True)
+    thinking = thinking_untouched(policy)
     allowed = normalize_allowed_names(policy.allowed_tool_names)  # as ``loop_tail`` reads it
     out: list[Any] = []
     index, count = 0, len(messages)
@@ -96,13 +118,15 @@ def clean_region_outputs(
         facts = message_facts(message, allowed)
         calls = facts.ids
         if not calls:
-            if not is_clean_text_answer(message):
+            if not is_clean_text_answer(message, thinking):
                 return None
             out.append(message)
             index += 1
             continue
         size = len(calls)
-        if not facts.clean or (size > 1 and len(set(calls)) != size):
+        if not (facts.clean or (thinking and facts.thinking)):
+            return None
+        if size > 1 and len(set(calls)) != size:
             return None
         if index + size >= count:  # a result still to come
             return None

@@ -74,6 +74,7 @@ from .sanitize import (
     has_declared_types,
     is_plain_user_turn,
     run_transcript_sanitizers,
+    thinking_untouched,
 )
 from .stage_specs import StageSpecs, stage_specs
 from .tool_calls import (
@@ -373,6 +374,9 @@ class _LoopCache:
     #: whether the stages remove a clean result's ``details`` (the details stage is among
     #: them and the policy wants it): else a clean message comes out as it went in
     strip_details: bool = True
+    #: whether no stage touches thinking blocks under the policy
+    #: (``sanitize.thinking_untouched``): a turn clean but for them is clean then
+    thinking: bool = False
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
@@ -386,13 +390,14 @@ class _LoopCache:
             hit = memo.get(key)
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
-                out = sanitized(message, found, self.strip_details) if found.clean else None
+                clean = found.clean or (self.thinking and found.thinking)
+                out = sanitized(message, found, self.strip_details) if clean else None
                 hit = (message, found, out)
             known[key] = hit
             facts.append(hit[1])
             outputs.append(hit[2])
         self.facts = known
-        tail = clean_tail(facts, self.compaction_stamp)
+        tail = clean_tail(facts, self.compaction_stamp, self.thinking)
         if tail is None:
             return None
         return tail, outputs
@@ -609,7 +614,16 @@ class IncrementalSanitizer:
             return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         self._loop = _LoopCache(
-            key, found, inputs, out[:position], context, ids, allowed, stamp, strip_details=strip
+            key,
+            found,
+            inputs,
+            out[:position],
+            context,
+            ids,
+            allowed,
+            stamp,
+            strip_details=strip,
+            thinking=thinking_untouched(key[0]),
         )
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
@@ -624,7 +638,15 @@ class IncrementalSanitizer:
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
         first = messages[0]
         self._loop = _LoopCache(
-            key, found, [first], [first], [first], set(), allowed, strip_details=strip
+            key,
+            found,
+            [first],
+            [first],
+            [first],
+            set(),
+            allowed,
+            strip_details=strip,
+            thinking=thinking_untouched(key[0]),
         )
         return self._loop
 

@@ -33,6 +33,14 @@ the context before such a tail, the pipeline's output ends with the tail itself,
 (the tests compare this against the full pipeline on a table of shapes). Anything unsure is
 not clean and takes the pipeline.
 
+**Turns that think.** An assistant turn with thinking blocks is not clean in general: the
+signature stage, the reasoning drops and the signed-turn rule of the tool-call stage change
+or drop them depending on where the turn stands. Under a policy that runs none of those
+(``sanitize.thinking_untouched``: a reasoning model on OpenAI-compatible replay, Gemini), no
+stage looks at a thinking block at all, so a turn that would be clean but for its thinking
+(``MessageFacts.thinking``) comes out as it went in, and :func:`clean_tail` takes it when
+asked to (``thinking=True``).
+
 **Ids named again.** Some providers number their calls afresh in every turn (``call_0``
 each time), so a tail's ids may repeat across its groups and name calls of the context.
 That changes nothing above: the pairing stage looks for a call's results in its own frame
@@ -48,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
 from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
 from .tool_calls import (
@@ -91,6 +99,9 @@ class MessageFacts(NamedTuple):
     #: a clean result whose ``details`` the ``tool_result_details`` stage removes: it
     #: sanitizes to its copy without them (``sanitized``), the only change any stage makes
     strip_details: bool = False
+    #: an assistant turn with calls that would be clean but for its thinking blocks (module
+    #: docstring, "Turns that think")
+    thinking: bool = False
 
 
 def is_clean_text_block(block: Any) -> bool:
@@ -118,15 +129,20 @@ def _clean_call(block: Any, allowed: frozenset[str] | None) -> bool:
     )
 
 
+def _is_thinking_block(block: Any) -> bool:
+    return wget(block, "type") in ("thinking", "redacted_thinking")
+
+
 def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
     ids = tuple(call.id for call in extract_tool_calls_from_assistant(message))
     content = wget(message, "content")
-    clean = (
-        bool(ids)
-        and wget(message, "stopReason") not in ("error", "aborted")
-        and isinstance(content, list)
-        and all(is_clean_text_block(block) or _clean_call(block, allowed) for block in content)
-    )
+    clean = thinking = False
+    replayed = wget(message, "stopReason") not in ("error", "aborted")
+    if ids and replayed and isinstance(content, list):
+        others = [block for block in content if not _is_thinking_block(block)]
+        if all(is_clean_text_block(block) or _clean_call(block, allowed) for block in others):
+            clean = len(others) == len(content)
+            thinking = not clean
     stamp = parse_timestamp_ms(wget(message, "timestamp"))
     return MessageFacts(
         "assistant",
@@ -134,6 +150,7 @@ def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFac
         clean,
         None if stamp is None else float(stamp),
         bool(wget(message, "usage")),
+        thinking=thinking,
     )
 
 
@@ -178,10 +195,13 @@ def _typed_assistant_facts(
 ) -> MessageFacts | None:
     ids: list[str] = []
     clean = message.stop_reason not in ("error", "aborted")
+    thinking = False
     for block in message.content:
         if block.__pydantic_extra__:
             return None
-        if type(block) is TextContent:
+        if type(block) is ThinkingContent:
+            thinking = True
+        elif type(block) is TextContent:
             clean = clean and bool(block.text.strip())
         elif type(block) is ToolCall:
             call_id, name = block.id, block.name
@@ -199,12 +219,14 @@ def _typed_assistant_facts(
         else:
             return None
     stamp = parse_timestamp_ms(message.timestamp)
+    clean = clean and bool(ids)
     return MessageFacts(
         "assistant",
         tuple(ids),
-        clean and bool(ids),
+        clean and not thinking,
         None if stamp is None else float(stamp),
         bool(message.usage),
+        thinking=clean and thinking,
     )
 
 
@@ -249,10 +271,13 @@ def message_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
     return MessageFacts(role, (), False)
 
 
-def clean_facts(facts: MessageFacts, compaction_stamp: float | None) -> bool:
+def clean_facts(
+    facts: MessageFacts, compaction_stamp: float | None, thinking: bool = False
+) -> bool:
     """Whether the message sanitizes to itself after a context whose compaction summary
-    (if it starts with one) has the timestamp ``compaction_stamp``."""
-    if not facts.clean:
+    (if it starts with one) has the timestamp ``compaction_stamp``; ``thinking``: no stage
+    touches thinking blocks (module docstring, "Turns that think")."""
+    if not (facts.clean or (thinking and facts.thinking)):
         return False
     if compaction_stamp is None or not facts.has_usage or facts.stamp is None:
         return True
@@ -266,15 +291,20 @@ class TailFacts(NamedTuple):
     last_group: int
 
 
-def clean_tail(facts: Sequence[MessageFacts], compaction_stamp: float | None) -> TailFacts | None:
-    """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``."""
+def clean_tail(
+    facts: Sequence[MessageFacts], compaction_stamp: float | None, thinking: bool = False
+) -> TailFacts | None:
+    """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``;
+    ``thinking``: no stage touches thinking blocks, so a turn clean but for them counts."""
     index = 0
     last = -1
     count = len(facts)
     while index < count:
         head = facts[index]
         if head.role != "assistant" or not (
-            head.clean if compaction_stamp is None else clean_facts(head, compaction_stamp)
+            (head.clean or (thinking and head.thinking))
+            if compaction_stamp is None
+            else clean_facts(head, compaction_stamp, thinking)
         ):
             return None
         calls = head.ids

@@ -76,6 +76,7 @@ __all__ = [
     "run_transcript_sanitizers",
     "sanitize_session_history",
     "strip_stale_assistant_usage_before_latest_compaction",
+    "thinking_untouched",
 ]
 
 Sanitizer = Callable[[list[Any], TranscriptPolicy], Sequence[Any]]
@@ -105,9 +106,38 @@ def _images(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
     return sanitize_session_messages_images(messages, max_bytes=policy.image_max_bytes)
 
 
-def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+def _thinking_signatures_on(policy: TranscriptPolicy) -> bool:
     signed = provider_requires_signed_thinking(policy.provider) or policy.preserve_signatures
-    if not policy.wants("thinking_signatures", signed):
+    return policy.wants("thinking_signatures", signed)
+
+
+def _drop_reasoning_on(policy: TranscriptPolicy) -> bool:
+    return policy.wants("drop_reasoning_from_history", policy.drop_reasoning_from_history)
+
+
+def _drop_thinking_on(policy: TranscriptPolicy) -> bool:
+    return policy.wants("drop_thinking_blocks", policy.drop_thinking_blocks)
+
+
+def thinking_untouched(policy: TranscriptPolicy) -> bool:
+    """Whether no built-in stage reads or changes an assistant turn's thinking blocks under
+    ``policy``: the signature stage, both reasoning drops and the signed-turn replay rule of
+    the tool-call stage are all off (a reasoning model on OpenAI-compatible replay, Gemini).
+    A turn's thinking then comes out as it went in, wherever the turn stands
+    (``loop_tail``: a tool group whose turn thinks is clean then)."""
+    return not (
+        _thinking_signatures_on(policy)
+        or _drop_reasoning_on(policy)
+        or _drop_thinking_on(policy)
+        or (
+            policy.wants("tool_call_inputs", True)
+            and should_allow_provider_owned_thinking_replay(policy)
+        )
+    )
+
+
+def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
+    if not _thinking_signatures_on(policy):
         return messages
     preserve = policy.preserve_latest_assistant_thinking
     if preserve is None:
@@ -119,13 +149,13 @@ def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[
 
 
 def _drop_reasoning(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
-    if not policy.wants("drop_reasoning_from_history", policy.drop_reasoning_from_history):
+    if not _drop_reasoning_on(policy):
         return messages
     return drop_reasoning_from_history(messages)
 
 
 def _drop_thinking(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:
-    if not policy.wants("drop_thinking_blocks", policy.drop_thinking_blocks):
+    if not _drop_thinking_on(policy):
         return messages
     return drop_thinking_blocks(messages)
 
