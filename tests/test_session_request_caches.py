@@ -122,6 +122,30 @@ async def test_a_kept_open_sessions_turns_convert_and_measure_what_is_new(
     assert [len(turn) for turn in bodies] == [CALLS + 1] * TURNS
 
 
+def _pipeline_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages each run of the whole sanitizer pipeline got (the incremental
+    sanitizer's ``full``), appended as they run."""
+    seen: list[int] = []
+
+    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        seen.append(len(messages))
+        return run_transcript_sanitizers(messages, *args, **kwargs)
+
+    monkeypatch.setitem(IncrementalSanitizer.run.__kwdefaults__, "full", counting)
+    return seen
+
+
+def _full_pipeline_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request sanitized by the whole pipeline over the whole history (no cache)."""
+
+    def full_every_time(
+        self: IncrementalSanitizer, messages: Any, policy: Any, sanitizers: Any, **kw: Any
+    ) -> list[Any]:
+        return run_transcript_sanitizers(list(messages), policy, sanitizers)
+
+    monkeypatch.setattr(IncrementalSanitizer, "run", full_every_time)
+
+
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
 async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     tmp_path: Path,
@@ -135,13 +159,7 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     whole session (quadratic in a tool loop, ``benchmarks/tool_loop.py --ids per-turn``).
     Now a turn's requests run it over nothing, and send what the full pipeline makes."""
     monkeypatch.setattr(server, "_next_call_id", lambda: "call_0")
-    seen: list[int] = []
-
-    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        seen.append(len(messages))
-        return run_transcript_sanitizers(messages, *args, **kwargs)
-
-    monkeypatch.setitem(IncrementalSanitizer.run.__kwdefaults__, "full", counting)
+    seen = _pipeline_runs(monkeypatch)
     bodies, _ = await _turns(tmp_path / "kept", server, memory=memory, counted=None)
     # every call of the session is call_0 (the requests make them unique for the provider)
     sent = [call["id"] for m in bodies[-1][-1]["messages"] for call in m.get("tool_calls", ())]
@@ -149,12 +167,7 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     assert seen == [], seen  # clean turns: no stage ran for any request
 
     # the same turns through the whole pipeline at every request: the same requests
-    def full_every_time(
-        self: IncrementalSanitizer, messages: Any, policy: Any, sanitizers: Any, **kw: Any
-    ) -> list[Any]:
-        return run_transcript_sanitizers(list(messages), policy, sanitizers)
-
-    monkeypatch.setattr(IncrementalSanitizer, "run", full_every_time)
+    _full_pipeline_every_time(monkeypatch)
     server.reset()
     fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
     assert bodies == fresh
@@ -171,13 +184,7 @@ async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
     No stage touches its thinking blocks under that policy, so its turns are clean: a
     turn's requests run no stage (they ran the pipeline over the part after the cache's
     boundary at every request before), and send what the full pipeline makes."""
-    seen: list[int] = []
-
-    def counting(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        seen.append(len(messages))
-        return run_transcript_sanitizers(messages, *args, **kwargs)
-
-    monkeypatch.setitem(IncrementalSanitizer.run.__kwdefaults__, "full", counting)
+    seen = _pipeline_runs(monkeypatch)
 
     async def turns(state_dir: Path) -> list[list[Any]]:
         config = mock_openai_config(state_dir, server)
@@ -210,12 +217,6 @@ async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
 
     bodies = await turns(tmp_path / "kept")
     assert seen == [], seen
-
-    def full_every_time(
-        self: IncrementalSanitizer, messages: Any, policy: Any, sanitizers: Any, **kw: Any
-    ) -> list[Any]:
-        return run_transcript_sanitizers(list(messages), policy, sanitizers)
-
-    monkeypatch.setattr(IncrementalSanitizer, "run", full_every_time)
+    _full_pipeline_every_time(monkeypatch)
     server.reset()
     assert await turns(tmp_path / "fresh") == bodies
