@@ -45,6 +45,7 @@ from ..messages import AssistantMessage, TextContent
 from .loop_tail import is_clean_text_block, message_facts, sanitized
 from .policy import TranscriptPolicy
 from .sanitize import has_declared_types, is_plain_user_message, thinking_untouched
+from .thinking import is_thinking_block
 from .tool_calls import normalize_allowed_names
 from .wire import role_of, wget
 
@@ -75,11 +76,8 @@ def _clean_thinking_answer(message: Any) -> bool:
     content = wget(message, "content")
     if not isinstance(content, list):
         return False
-    texts = [block for block in content if wget(block, "type") not in _THINKING_TYPES]
+    texts = [block for block in content if not is_thinking_block(block)]
     return bool(texts) and all(map(is_clean_text_block, texts))
-
-
-_THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 def _wire_clean_text_answer(message: Any) -> bool:

@@ -59,6 +59,7 @@ from typing import Any, NamedTuple
 from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
 from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
+from .thinking import is_thinking_block
 from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_ids,
@@ -129,17 +130,13 @@ def _clean_call(block: Any, allowed: frozenset[str] | None) -> bool:
     )
 
 
-def _is_thinking_block(block: Any) -> bool:
-    return wget(block, "type") in ("thinking", "redacted_thinking")
-
-
 def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFacts:
     ids = tuple(call.id for call in extract_tool_calls_from_assistant(message))
     content = wget(message, "content")
     clean = thinking = False
     replayed = wget(message, "stopReason") not in ("error", "aborted")
     if ids and replayed and isinstance(content, list):
-        others = [block for block in content if not _is_thinking_block(block)]
+        others = [block for block in content if not is_thinking_block(block)]
         if all(is_clean_text_block(block) or _clean_call(block, allowed) for block in others):
             clean = len(others) == len(content)
             thinking = not clean

@@ -34,6 +34,7 @@ __all__ = [
     "drop_reasoning_from_history",
     "drop_thinking_blocks",
     "is_assistant_message_with_content",
+    "is_thinking_block",
     "should_preserve_latest_assistant_thinking",
     "strip_invalid_thinking_signatures",
     "strip_stale_thinking_signatures_for_compaction_replay",
@@ -52,7 +53,8 @@ def is_assistant_message_with_content(message: Any) -> bool:
     return role_of(message) == "assistant" and isinstance(wget(message, "content"), list)
 
 
-def _is_thinking(block: Any) -> bool:
+def is_thinking_block(block: Any) -> bool:
+    """A thinking block (plain or redacted): the only blocks the thinking stages change."""
     return wget(block, "type") in ("thinking", "redacted_thinking")
 
 
@@ -61,7 +63,7 @@ def _is_redacted(block: Any) -> bool:
 
 
 def _is_signed(block: Any) -> bool:
-    if not _is_thinking(block):
+    if not is_thinking_block(block):
         return False
     return _is_redacted(block) or any(wget(block, key) is not None for key in _SIGNATURE_KEYS)
 
@@ -112,7 +114,7 @@ def strip_thinking_signatures_from_message(message: Any) -> Any:
     changed = False
     content = []
     for block in wget(message, "content"):
-        if _is_thinking(block) and (
+        if is_thinking_block(block) and (
             any(wget(block, key) is not None for key in _SIGNATURE_KEYS)
             or (_is_redacted(block) and wget(block, "data") is not None)
         ):
@@ -164,7 +166,7 @@ def strip_invalid_thinking_signatures(
             out.append(message)
             continue
         content = wget(message, "content")
-        kept = [b for b in content if not _is_thinking(b) or _has_replayable_signature(b)]
+        kept = [b for b in content if not is_thinking_block(b) or _has_replayable_signature(b)]
         if len(kept) == len(content):
             out.append(message)
             continue
@@ -183,7 +185,7 @@ def drop_thinking_blocks(messages: Sequence[Any]) -> list[Any]:
             out.append(message)
             continue
         content = wget(message, "content")
-        kept = [block for block in content if not _is_thinking(block)]
+        kept = [block for block in content if not is_thinking_block(block)]
         if len(kept) == len(content):
             out.append(message)
             continue
@@ -233,7 +235,7 @@ def strip_thinking_blocks_from_message(message: Any) -> Any:
     if not is_assistant_message_with_content(message):
         return message
     content = wget(message, "content")
-    kept = [block for block in content if not _is_thinking(block)]
+    kept = [block for block in content if not is_thinking_block(block)]
     if len(kept) == len(content):
         return message
     return wset(message, content=kept or _omitted_content(message))
@@ -271,7 +273,7 @@ def assess_last_assistant_message(message: Any) -> RecoveryAssessment:
     for block in content:
         if block is None or isinstance(block, str | int | float | bool | list):
             return "incomplete-thinking"
-        if _is_thinking(block):
+        if is_thinking_block(block):
             if _is_signed(block):
                 signed = True
             else:
