@@ -618,3 +618,56 @@ def test_text_turns_after_a_lost_result_equal_the_pipeline(policy_name: str, see
         history.messages.append(history.assistant([TextContent(text="answer")]))
         moved = moved or incremental.cached_length > 4
     assert moved
+
+
+@pytest.mark.parametrize("call_id", [None, "call_0"])
+def test_a_requests_work_is_its_new_messages_whatever_the_ids(
+    call_id: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How many messages each request reads the facts of (``message_facts``), on a session
+    of twelve turns with two tool groups each, then a turn of eight groups: the new group
+    inside a loop, the previous turn and the new prompt at a turn's first requests, never
+    the whole turn or the whole history. With every call named ``call_0`` (a provider
+    numbering its calls per turn) the caches used to give up on the reused ids, and the
+    pipeline ran over the whole turn or history; no stage needs to run either way."""
+    from openclaw_runtime.transcript import clean_turns as clean_turns_module
+    from openclaw_runtime.transcript import incremental as incremental_module
+    from openclaw_runtime.transcript import loop_tail
+
+    read: list[int] = [0]
+
+    def counting(message: Any, allowed: Any) -> Any:
+        read[0] += 1
+        return loop_tail.message_facts(message, allowed)
+
+    monkeypatch.setattr(incremental_module, "message_facts", counting)
+    monkeypatch.setattr(clean_turns_module, "message_facts", counting)
+    policy = POLICIES["openai"]
+    history: list[Any] = []
+    number = 0
+
+    def group() -> list[Any]:
+        nonlocal number
+        number += 1
+        return _clean_group(number, call_id)
+
+    incremental = IncrementalSanitizer()
+    per_request: list[int] = []
+    for turn in range(13):
+        history.append(UserMessage(content=f"question {turn}", timestamp=10 * turn + 1))
+        for _ in range(8 if turn == 12 else 2):
+            read[0] = 0
+            messages = list(history)
+            got = incremental.run(messages, policy, BUILTIN_SANITIZERS)
+            assert dumped(got) == dumped(
+                run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
+            )
+            per_request.append(read[0])
+            history.extend(group())
+        history.append(_answer(f"answer {turn}", 10 * turn + 2))
+    assert len(history) == 90
+    # a turn's first two requests read the previous turn and the new prompt (the same
+    # count at every turn: not the history); inside the loop, its new group only
+    firsts, loop = per_request[2:26], per_request[26:]
+    assert max(firsts) <= 13, str(per_request)
+    assert len(loop) == 6 and loop[0] <= 4 and max(loop[1:]) <= 2, str(per_request)
