@@ -73,6 +73,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from peers import require_peer
 
 from openclaw_runtime import Runtime, hookimpl, tool
 from openclaw_runtime.agent.loop import run_agent_loop
@@ -1387,6 +1388,7 @@ def main() -> None:
         help="the model's answer: a text of this many characters (default: one short sentence)",
     )
     args = parser.parse_args()
+    require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.answer_chars:
         set_answer_chars(args.answer_chars)
     print(

@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import httpx
 import orjson
+from peers import require_peer
 
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import UserMessage
@@ -174,6 +175,8 @@ def main() -> None:
     parser.add_argument("--framing", choices=[*FRAMINGS, "both"], default="both")
     parser.add_argument("--no-sdk", action="store_true", help="skip the (slow) openai SDK")
     args = parser.parse_args()
+    if not args.no_sdk:
+        require_peer(parser, "openai", "the openai SDK, the peer (or pass --no-sdk)")
     framings = FRAMINGS if args.framing == "both" else (args.framing,)
     total = args.chunks + 2
     expected = text_of(stream_events(args.chunks))

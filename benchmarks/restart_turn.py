@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import agent_turn as at  # the harness's histories, runtimes and model
+from peers import require_peer
 
 
 async def measure(size: int, rounds: int) -> None:
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
+    require_peer(parser, "pydantic_ai", "pydantic-ai (its histories are built for both sides)")
     asyncio.run(measure(args.size, args.rounds))
 
 

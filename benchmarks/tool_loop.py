@@ -63,6 +63,7 @@ from agent_turn import (  # type: ignore[import-not-found]
     make_runtime,
     ours_modes,
 )
+from peers import require_peer  # type: ignore[import-not-found]
 
 from openclaw_runtime import tool
 from openclaw_runtime.agent.loop import run_agent_loop
@@ -462,6 +463,7 @@ def main() -> None:
         help="every call comes after a thinking block (a reasoning model), on every side",
     )
     args = parser.parse_args()
+    require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.quick:
         args.rounds, args.batch = 2, 2
     assert all(0 < k <= MAX_K for k in args.k), f"K must be in 1..{MAX_K}"

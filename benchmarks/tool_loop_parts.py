@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from peers import require_peer
 
 KS = (10, 50)
 SIDES = (
@@ -210,6 +211,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1 or args.runs < 1:
         parser.error(f"--rounds and --runs must be at least 1 (got {args.rounds}, {args.runs})")
+    require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.side:
         child(args.side, args.runs)
         return
