@@ -57,7 +57,7 @@ def is_clean_text_answer(message: Any, thinking: bool = False) -> bool:
     not failed, and its content a non-empty list of non-blank text blocks (and, with
     ``thinking``, thinking blocks besides at least one of them)."""
     if thinking:
-        return _clean_thinking_answer(message)
+        return _wire_clean_text_answer(message, thinking=True)
     if type(message) is AssistantMessage and not message.__pydantic_extra__:
         if message.stop_reason in ("error", "aborted") or not message.content:
             return False
@@ -70,21 +70,17 @@ def is_clean_text_answer(message: Any, thinking: bool = False) -> bool:
     return _wire_clean_text_answer(message)
 
 
-def _clean_thinking_answer(message: Any) -> bool:
+def _wire_clean_text_answer(message: Any, thinking: bool = False) -> bool:
+    """``is_clean_text_answer`` read through ``wget`` (any form); ``thinking``: thinking
+    blocks are left out before the text blocks are checked."""
     if role_of(message) != "assistant" or wget(message, "stopReason") in ("error", "aborted"):
         return False
     content = wget(message, "content")
     if not isinstance(content, list):
         return False
-    texts = [block for block in content if not is_thinking_block(block)]
-    return bool(texts) and all(map(is_clean_text_block, texts))
-
-
-def _wire_clean_text_answer(message: Any) -> bool:
-    if role_of(message) != "assistant" or wget(message, "stopReason") in ("error", "aborted"):
-        return False
-    content = wget(message, "content")
-    return isinstance(content, list) and bool(content) and all(map(is_clean_text_block, content))
+    if thinking:
+        content = [block for block in content if not is_thinking_block(block)]
+    return bool(content) and all(map(is_clean_text_block, content))
 
 
 def clean_region_outputs(
