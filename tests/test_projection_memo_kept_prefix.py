@@ -48,6 +48,16 @@ def _fresh(rng: random.Random, serial: list[int]) -> Any:
     return UserMessage(content=f"q{n}")
 
 
+def _recording(calls: list[Any]) -> Any:
+    """``project``, appending every message it is called with to ``calls``."""
+
+    def counting(message: Any) -> Any:
+        calls.append(message)
+        return project(message)
+
+    return counting
+
+
 def _same(got: list[Any], expected: list[Any]) -> bool:
     """Equal projections; a message passed through is the very object on both sides."""
     return len(got) == len(expected) and all(
@@ -120,10 +130,7 @@ def test_a_turn_after_a_release_extends_the_kept_run() -> None:
     serial = [0]
     history = [_fresh(rng, serial) for _ in range(50)]
     calls: list[Any] = []
-
-    def counting(message: Any) -> Any:
-        calls.append(message)
-        return project(message)
+    counting = _recording(calls)
 
     memo = ProjectionMemo()
     prompt = UserMessage(content="prompt")
@@ -149,10 +156,7 @@ def test_a_request_sharing_the_leading_part_projects_from_the_first_other_object
     serial = [0]
     history = [_fresh(rng, serial) for _ in range(60)]
     calls: list[Any] = []
-
-    def counting(message: Any) -> Any:
-        calls.append(message)
-        return project(message)
+    counting = _recording(calls)
 
     class LookUps(dict[int, Any]):
         """The memo's entries, counting the messages looked up in them."""
