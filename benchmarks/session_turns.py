@@ -39,7 +39,13 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import agent_turn as at  # the harness's runtimes and model
-from tool_loop import PROMPT, calls_answered, kernel_floor, read  # the same tool, the bare loop
+from tool_loop import (  # the same tool, the bare loop, the id schemes
+    ID_SCHEMES,
+    PROMPT,
+    calls_answered,
+    kernel_floor,
+    read,
+)
 
 from openclaw_runtime.messages import AssistantMessage, ToolCall, UserMessage
 
@@ -124,7 +130,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument(
         "--ids",
-        choices=["unique", "per-turn"],
+        choices=ID_SCHEMES,
         default="unique",
         help="the model's tool-call ids: a fresh one per call, or call_0 in every response",
     )
