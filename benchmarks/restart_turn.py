@@ -6,6 +6,10 @@ much less. This measures, in one process, only the rows the cold-turn work is ab
 size: the floor (``json.dumps`` of the request body), a cold turn on a session without a side
 file, a cold turn on a session a previous runtime closed (its replay checkpoint), and a warm
 turn (the session kept open), interleaved turn by turn, with the time spent in the cyclic GC.
+The runtime keeps one session open: before each cold turn the one it kept (another N-message
+session) is closed, timed as a side of its own ("evict"), so a cold turn is only the turn a
+restarted process runs (up to 2026-12-05 the cold rows included that eviction: freeing an
+N-message session, ≈ 30 ms at N = 10 000).
 Run it once per code version, alternating (``PYTHONPATH=<checkout>``), to compare versions:
 
     .venv/bin/python benchmarks/restart_turn.py [--size 10000] [--rounds 9]
@@ -60,7 +64,11 @@ async def measure(size: int, rounds: int) -> None:
     async def floor() -> None:
         json.dumps(history.openai_body)
 
-    sides = ["floor", "cold", "cold, checkpoint", "warm"]
+    async def evict() -> None:
+        # what checking a new session in would do to the one kept open (max_open_sessions=1)
+        await runtime.services.close_sessions()
+
+    sides = ["floor", "cold", "cold, checkpoint", "warm", "evict"]
     wall: dict[str, list[float]] = {name: [] for name in sides}
     cpu: dict[str, list[float]] = {name: [] for name in sides}
     in_gc: dict[str, list[float]] = {name: [] for name in sides}
@@ -71,9 +79,10 @@ async def measure(size: int, rounds: int) -> None:
             (session_id,) = copies.make(1)
             turns: list[tuple[str, Callable[..., Awaitable[Any]], tuple[Any, ...]]] = [
                 ("floor", floor, ()),
+                ("evict", evict, ()),  # the previous round's checkpointed session
                 ("cold", ours, (session_id,)),
                 ("warm", ours, (session_id,)),
-                # after the warm turn: opening it closes the session kept open
+                ("evict", evict, ()),  # the warm one
                 ("cold, checkpoint", ours, (restarted_id,)),
             ]
             for name, turn, args in turns:
