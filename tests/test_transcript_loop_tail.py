@@ -188,6 +188,13 @@ def _reused_id(loop: Loop) -> list[Any]:
     return [loop.assistant(call), loop.result(call)]
 
 
+def _thinking_renamed(loop: Loop) -> list[Any]:
+    """A thinking turn whose result names another tool than its call (the replay validator
+    drops such a turn's calls; no sanitizer stage compares the names)."""
+    call = loop.call()
+    return [loop.assistant(SIGNED, call), loop.result(call, tool_name="write")]
+
+
 def _stale_usage(loop: Loop) -> list[Any]:
     call = loop.call()
     return [loop.assistant(call, timestamp=SUMMARY_STAMP - 1), loop.result(call)]
@@ -240,12 +247,18 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     "signed thinking": (_assistant(SIGNED), False),
     "unsigned thinking": (_assistant(UNSIGNED), False),
     "blank-signed thinking": (_assistant(BLANK_SIGNED), False),
+    "thinking, its result naming another tool": (_thinking_renamed, False),
     "a blank text block": (_assistant(TextContent(text="  ")), False),
     "an errored turn": (_assistant(stop="error"), False),
     "an aborted turn": (_assistant(stop="aborted"), False),
     "usage older than the compaction": (_stale_usage, True),  # clean unless compacted
 }
-THINKS = {"signed thinking", "unsigned thinking", "blank-signed thinking"}
+THINKS = {
+    "signed thinking",
+    "unsigned thinking",
+    "blank-signed thinking",
+    "thinking, its result naming another tool",
+}
 
 
 def _counting(calls: list[int]) -> Callable[..., list[Any]]:

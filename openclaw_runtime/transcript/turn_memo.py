@@ -6,14 +6,19 @@ over the whole history, run before every model request: in a tool loop of K call
 over a history that grows by a tool group each time. :class:`TurnValidationMemo` keeps the
 previous request's input and output. When a request's history is that input (the very same
 message objects) ending with a tool result, followed by whole clean tool groups
-(``loop_tail.clean_tail``: each assistant turn's calls answered, in order, right after it, no
-thinking), the validator's answer is the previous output followed by those groups unchanged:
+(``loop_tail.clean_tail``: each assistant turn's calls answered, in order, right after it),
+the validator's answer is the previous output followed by those groups unchanged:
 
 * no assistant merge: the groups alternate assistant turn and results, and the previous input
   ends with a result;
 * no dangling call: a call of a group is answered by the result right after it, and an earlier
   turn's scan for its results stops at the next assistant turn, where the groups begin;
 * no user merge: the groups hold no user message.
+
+A turn that thinks (a reasoning model: Claude's signed thinking before its calls) is
+all-or-nothing there: every call must be answered by its id *and* its tool name. So a group
+whose turn holds thinking blocks (otherwise clean: ``MessageFacts.thinking``) is taken too
+when each of its results names the tool of its call; one that does not runs the validator.
 
 Anything else runs the validator in full. The memo reaches the built-in ``validate_replay_turns``
 hook on the history list itself (:class:`MemoizedTurns`), so the hook is still called (and any
@@ -27,10 +32,11 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from .loop_tail import clean_tail, message_facts
+from .loop_tail import MessageFacts, clean_tail, message_facts
 from .policy import TranscriptPolicy
 from .replay import validate_replay_turns
-from .wire import role_of
+from .tool_calls import extract_tool_calls_from_assistant
+from .wire import role_of, wget
 
 __all__ = ["MemoizedTurns", "TurnValidationMemo"]
 
@@ -55,7 +61,8 @@ class TurnValidationMemo:
             and all(map(operator.is_, seen, messages))
         ):
             added = list(messages[len(seen) :])
-            if clean_tail([message_facts(m, None) for m in added], None) is not None:
+            facts = [message_facts(m, None) for m in added]
+            if clean_tail(facts, None, thinking=True) is not None and _names_answered(added, facts):
                 out = [*self._outputs, *added]
                 self._remember(messages, out, policy)
                 return list(out)  # the caller's own list, as below
@@ -67,6 +74,19 @@ class TurnValidationMemo:
         self._inputs = list(messages)
         self._outputs = out
         self._policy = policy
+
+
+def _names_answered(groups: Sequence[Any], facts: Sequence[MessageFacts]) -> bool:
+    """Whether every call of a thinking turn among clean tool ``groups`` is answered by a
+    result naming its tool (the validator keeps such a turn only then; module docstring)."""
+    for index, found in enumerate(facts):
+        if not found.thinking:
+            continue
+        calls = extract_tool_calls_from_assistant(groups[index])
+        for offset, call in enumerate(calls, start=1):
+            if wget(groups[index + offset], "toolName") != call.name:
+                return False
+    return True
 
 
 class MemoizedTurns(list[Any]):
