@@ -32,6 +32,10 @@ POLICIES = {
     "anthropic": resolve_transcript_policy(
         "anthropic-messages", "anthropic", "claude-sonnet-4", model_reasoning=True
     ),
+    # a Claude model that keeps its thinking: signed thinking replayed as it is
+    "anthropic, thinking kept": resolve_transcript_policy(
+        "anthropic-messages", "anthropic", "claude-opus-4-6", model_reasoning=True
+    ),
     "google": resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
     # a reasoning model on OpenAI-compatible replay: no stage touches thinking blocks
     "openai reasoning": resolve_transcript_policy(

@@ -42,6 +42,7 @@ from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DE
 from openclaw_runtime.transcript.sanitize import (
     BUILTIN_SANITIZERS,
     SanitizerSpec,
+    signed_thinking_kept,
     thinking_untouched,
 )
 from tests.test_transcript_incremental import dumped
@@ -69,6 +70,10 @@ POLICIES = {
 #: The policies under which no stage touches a thinking block (read off the policy rules: no
 #: signed provider, no reasoning drop, no Claude thinking drop, no signed-turn replay).
 THINKING_KEPT = {"responses, read only", "google", "completions, reasoning"}
+#: The policies that keep signed thinking short of that (``signed_thinking_kept``: the
+#: signature stage and the signed-turn replay rule run, no reasoning drop): Claude models
+#: that keep their thinking.
+SIGNED_KEPT = {"anthropic, signed replay"}
 
 SUMMARY_STAMP = 5_000
 
@@ -195,6 +200,27 @@ def _thinking_renamed(loop: Loop) -> list[Any]:
     return [loop.assistant(SIGNED, call), loop.result(call, tool_name="write")]
 
 
+def _signed_reusing(loop: Loop) -> list[Any]:
+    """A signed-thinking turn calling with the id of the loop's first (plain) call."""
+    call = loop.call(id="call_1")
+    return [loop.assistant(SIGNED, call), loop.result(call)]
+
+
+def _signed_twice(loop: Loop) -> list[Any]:
+    """Two signed-thinking turns with the same call id (the replay rule drops the second)."""
+    call = loop.call()
+    again = loop.call(id=call.id)
+    first = [loop.assistant(SIGNED, call), loop.result(call)]
+    return [*first, loop.assistant(SIGNED, again), loop.result(again)]
+
+
+def _signed_stale(loop: Loop) -> list[Any]:
+    """A signed-thinking turn stamped before the compaction summary (a clock that went back):
+    the signature stage strips its signature, the stale-usage stage zeroes its usage."""
+    call = loop.call()
+    return [loop.assistant(SIGNED, call, timestamp=SUMMARY_STAMP - 3), loop.result(call)]
+
+
 def _stale_usage(loop: Loop) -> list[Any]:
     call = loop.call()
     return [loop.assistant(call, timestamp=SUMMARY_STAMP - 1), loop.result(call)]
@@ -248,6 +274,9 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     "unsigned thinking": (_assistant(UNSIGNED), False),
     "blank-signed thinking": (_assistant(BLANK_SIGNED), False),
     "thinking, its result naming another tool": (_thinking_renamed, False),
+    "signed thinking, an id a plain turn used": (_signed_reusing, False),
+    "signed thinking, an id twice": (_signed_twice, False),
+    "signed thinking older than the compaction": (_signed_stale, False),
     "a blank text block": (_assistant(TextContent(text="  ")), False),
     "an errored turn": (_assistant(stop="error"), False),
     "an aborted turn": (_assistant(stop="aborted"), False),
@@ -258,7 +287,20 @@ THINKS = {
     "unsigned thinking",
     "blank-signed thinking",
     "thinking, its result naming another tool",
+    "signed thinking, an id a plain turn used",
+    "signed thinking, an id twice",
+    "signed thinking older than the compaction",
 }
+#: The thinking shapes taken as they are where the stages keep signed thinking: every block
+#: signed, ids new to the history (an id named before takes the pipeline, even where the
+#: replay rule would keep the turn: only a kept *signed* turn's id counts there).
+SIGNED_SHAPES = {
+    "signed thinking",
+    "thinking, its result naming another tool",
+    "signed thinking older than the compaction",
+}
+#: Shapes stamped before the compaction summary: not clean after one.
+STALE = {"usage older than the compaction", "signed thinking older than the compaction"}
 
 
 def _counting(calls: list[int]) -> Callable[..., list[Any]]:
@@ -281,8 +323,11 @@ def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
     if shape_name == "a name off the allowlist":
         clean = policy.allowed_tool_names is None  # ``exec`` is fine without an allowlist
     if shape_name in THINKS:
-        clean = policy_name in THINKING_KEPT  # no stage reads the thinking blocks there
-    clean = clean and not (compacted and shape is _stale_usage)
+        # no stage reads the thinking blocks there, or signed ones with new ids are kept
+        clean = policy_name in THINKING_KEPT or (
+            policy_name in SIGNED_KEPT and shape_name in SIGNED_SHAPES
+        )
+    clean = clean and not (compacted and shape_name in STALE)
     loop = Loop(compacted=compacted)
     convert = AsDicts() if representation == "dicts" else list
     incremental = IncrementalSanitizer()
@@ -294,13 +339,14 @@ def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
         loop.messages.extend(group)
         messages = convert(loop.messages)
         before = len(ran)
+        if number in (2, 3):
+            # the third clean group, then the shape, arrive with the loop cache in place
+            assert incremental._loop is not None
         got = incremental.run(messages, policy, BUILTIN_SANITIZERS, full=full)
         expected = run_transcript_sanitizers(messages, policy, BUILTIN_SANITIZERS)
         assert dumped(got) == dumped(expected), f"{shape_name}: after group {number}"
         if number in (2, 3):
-            # the third clean group, then the shape, arrive with the loop cache in place; a
-            # clean one runs no stage at all
-            assert incremental._loop is not None
+            # a clean one runs no stage at all
             assert (len(ran) == before) == (clean or number == 2), shape_name
 
 
@@ -320,10 +366,21 @@ def test_clean_tail_of_each_shape(shape_name: str) -> None:
     if found is not None:
         assert found.last_group == 2  # the shape's group starts after the first group
     stamp = clean_tail(_facts(tail, policy), float(SUMMARY_STAMP))
-    assert (stamp is not None) == (clean and shape is not _stale_usage), shape_name
+    assert (stamp is not None) == (clean and shape_name not in STALE), shape_name
     # where no stage touches thinking blocks, a turn clean but for them counts too
     thinking = clean_tail(_facts(tail, policy), None, thinking=True)
     assert (thinking is not None) == (clean or shape_name in THINKS), shape_name
+    # where the stages keep signed thinking, a signed turn whose ids are new counts too
+    known = frozenset({"call_0"})  # the history's ids: none the tail names
+    signed = clean_tail(_facts(tail, policy), None, known_ids=known)
+    assert (signed is not None) == (clean or shape_name in SIGNED_SHAPES), shape_name
+    compacted = clean_tail(_facts(tail, policy), float(SUMMARY_STAMP), known_ids=known)
+    expected = (clean or shape_name in SIGNED_SHAPES) and shape_name not in STALE
+    assert (compacted is not None) == expected, shape_name
+    # ... and not when the history named one of them already (the shape's call is
+    # ``call_2``): plain clean turns do not mind
+    named = clean_tail(_facts(tail, policy), None, known_ids=frozenset({"call_2"}))
+    assert (named is not None) == clean, shape_name
 
 
 def test_a_tail_must_be_whole_groups() -> None:
@@ -445,18 +502,44 @@ def test_facts_are_immutable_records() -> None:
             setattr(record, name, 0)
 
 
+def _signed_reference(
+    facts: list[Any], index: int, compaction_stamp: float | None, known_ids: Any
+) -> bool:
+    """The signed rule as the module docstring states it: every thinking block signed, not
+    older than the compaction (nor stale by usage), no id named before the turn."""
+    head = facts[index]
+    if known_ids is None or not head.signed:
+        return False
+    stamp = head.stamp
+    if compaction_stamp is not None and stamp is not None:
+        older = stamp < compaction_stamp or (head.has_usage and stamp <= compaction_stamp)
+        if older:
+            return False
+    before = set(known_ids)
+    for earlier in facts[:index]:
+        before.update(earlier.ids)
+    return not before & set(head.ids)
+
+
 def _clean_tail_reference(
-    facts: list[Any], compaction_stamp: float | None, kept_thinking: bool = False
+    facts: list[Any],
+    compaction_stamp: float | None,
+    kept_thinking: bool = False,
+    known_ids: Any = None,
 ) -> Any:
     """``clean_tail`` before its shortcuts (no set made for one-call groups, the stamp check
-    only with a stamp)."""
+    only with a stamp, the tail's ids only once a signed turn asks)."""
     index = 0
     thinking = kept_thinking
     last = -1
     count = len(facts)
     while index < count:
         head = facts[index]
-        if head.role != "assistant" or not clean_facts(head, compaction_stamp, thinking):
+        if head.role != "assistant":
+            return None
+        if not clean_facts(head, compaction_stamp, thinking) and not _signed_reference(
+            facts, index, compaction_stamp, known_ids
+        ):
             return None
         calls = head.ids
         if len(set(calls)) != len(calls):
@@ -479,14 +562,16 @@ def _random_facts(rng: random.Random) -> list[Any]:
     out: list[Any] = []
     for _ in range(rng.randrange(0, 5)):
         calls = tuple(rng.choice(pool) for _ in range(rng.choice([0, 1, 1, 1, 2, 3])))
+        thinking = rng.random() < 0.3  # a turn that thinks is never plainly clean
         out.append(
             MessageFacts(
                 rng.choice(["assistant", "assistant", "assistant", "user"]),
                 calls,
-                rng.random() < 0.9,
+                not thinking and rng.random() < 0.9,
                 rng.choice([None, 10.0, 5_000.0, 9_000.0]),
                 rng.random() < 0.7,
-                thinking=rng.random() < 0.3,
+                thinking=thinking,
+                signed=thinking and rng.random() < 0.6,
             )
         )
         for call_id in calls:
@@ -506,8 +591,10 @@ def test_clean_tail_equals_its_reference(seed: int) -> None:
         facts = _random_facts(rng)
         stamp = rng.choice([None, None, 5_000.0])
         thinking = rng.random() < 0.5
-        got = clean_tail(facts, stamp, thinking)
-        assert got == _clean_tail_reference(facts, stamp, thinking), (facts, stamp, thinking)
+        known = rng.choice([None, None, frozenset(), frozenset({"a"}), frozenset({"b", "c"})])
+        got = clean_tail(facts, stamp, thinking, known)
+        expected = _clean_tail_reference(facts, stamp, thinking, known)
+        assert got == expected, (facts, stamp, thinking, known)
         found += got is not None
     assert found > 100  # clean tails were among them
 
@@ -610,3 +697,39 @@ def test_which_policies_leave_thinking_blocks_alone(policy: Any, untouched: bool
     """``thinking_untouched``, read off the policy rules by hand (the table tests above hold
     the stages' output against the full pipeline under it)."""
     assert thinking_untouched(policy) is untouched
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept"),
+    [
+        # Claude models that keep their thinking: the signature stage and the replay rule run
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"), True),
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-6"), True),
+        # older Claude models drop their earlier turns' thinking blocks
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), False),
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), False),
+        # OpenAI-compatible replay of a model that does not reason drops reasoning
+        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
+        # wherever no stage touches thinking at all
+        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), True),
+        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), True),
+        # the switches count
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
+                enabled=frozenset({"drop_reasoning_from_history"}),
+            ),
+            False,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"),
+                disabled=frozenset({"drop_thinking_blocks"}),
+            ),
+            True,
+        ),
+    ],
+)
+def test_which_policies_keep_signed_thinking(policy: Any, kept: bool) -> None:
+    """``signed_thinking_kept``, read off the policy rules by hand: neither reasoning drop."""
+    assert signed_thinking_kept(policy) is kept

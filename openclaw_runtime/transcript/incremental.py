@@ -74,6 +74,7 @@ from .sanitize import (
     has_declared_types,
     is_plain_user_turn,
     run_transcript_sanitizers,
+    signed_thinking_kept,
     thinking_untouched,
 )
 from .stage_specs import StageSpecs, stage_specs
@@ -377,6 +378,9 @@ class _LoopCache:
     #: whether no stage touches thinking blocks under the policy
     #: (``sanitize.thinking_untouched``): a turn clean but for them is clean then
     thinking: bool = False
+    #: whether, short of that, the stages keep signed thinking (``sanitize.signed_thinking_kept``):
+    #: a turn clean but for signed thinking blocks is clean then when its ids are new (``ids``)
+    signed: bool = False
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
@@ -390,14 +394,20 @@ class _LoopCache:
             hit = memo.get(key)
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
-                clean = found.clean or (self.thinking and found.thinking)
+                clean = (
+                    found.clean
+                    or (self.thinking and found.thinking)
+                    or (self.signed and found.signed)
+                )
                 out = sanitized(message, found, self.strip_details) if clean else None
                 hit = (message, found, out)
             known[key] = hit
             facts.append(hit[1])
             outputs.append(hit[2])
         self.facts = known
-        tail = clean_tail(facts, self.compaction_stamp, self.thinking)
+        tail = clean_tail(
+            facts, self.compaction_stamp, self.thinking, self.ids if self.signed else None
+        )
         if tail is None:
             return None
         return tail, outputs
@@ -613,6 +623,7 @@ class IncrementalSanitizer:
         if strip is None:
             return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
+        thinking, signed = _thinking_modes(key[0])
         self._loop = _LoopCache(
             key,
             found,
@@ -623,7 +634,8 @@ class IncrementalSanitizer:
             allowed,
             stamp,
             strip_details=strip,
-            thinking=thinking_untouched(key[0]),
+            thinking=thinking,
+            signed=signed,
         )
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
@@ -636,6 +648,7 @@ class IncrementalSanitizer:
         if found is None or strip is None:
             return None
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
+        thinking, signed = _thinking_modes(key[0])
         first = messages[0]
         self._loop = _LoopCache(
             key,
@@ -646,7 +659,8 @@ class IncrementalSanitizer:
             set(),
             allowed,
             strip_details=strip,
-            thinking=thinking_untouched(key[0]),
+            thinking=thinking,
+            signed=signed,
         )
         return self._loop
 
@@ -716,6 +730,13 @@ class IncrementalSanitizer:
         loop.context.extend(messages[boundary.user + 1 : end])
         loop.boundary = ToolLoopBoundary(boundary.index, boundary.user, end)
         return True
+
+
+def _thinking_modes(policy: TranscriptPolicy) -> tuple[bool, bool]:
+    """How a loop cache takes turns that think under ``policy``: ``thinking`` (no stage
+    touches them) or, short of that, ``signed`` (signed ones are kept when their ids are new)."""
+    untouched = thinking_untouched(policy)
+    return untouched, not untouched and signed_thinking_kept(policy)
 
 
 def _loop_start(messages: Sequence[Any], user: int) -> ToolLoopBoundary | None:

@@ -41,6 +41,22 @@ stage looks at a thinking block at all, so a turn that would be clean but for it
 (``MessageFacts.thinking``) comes out as it went in, and :func:`clean_tail` takes it when
 asked to (``thinking=True``).
 
+**Signed thinking.** Claude models that keep their thinking (on the Anthropic API) run the
+signature stage and the signed-turn replay rule, but neither reasoning drop
+(``sanitize.signed_thinking_kept``). There a turn clean but for thinking blocks that all carry
+a replayable signature (``MessageFacts.signed``) comes out as it went in when
+
+* it is no older than the compaction: the signature stage strips the signatures of turns
+  older than the latest compaction summary, and drops a block without a replayable
+  signature only, whether the turn is the latest or not;
+* no earlier turn named one of its ids: the replay rule keeps a signed turn whose calls are
+  well formed (a clean turn's are) and whose results follow it directly (a clean group's
+  do), unless an earlier signed turn it kept named the same id.
+
+So :func:`clean_tail` takes such a turn when given the ids of everything before the tail
+(``known_ids``), checking them and the tail's own earlier ids. A provider that numbers its
+calls afresh in every turn fails that check and takes the pipeline; Claude's ids are unique.
+
 **Ids named again.** Some providers number their calls afresh in every turn (``call_0``
 each time), so a tail's ids may repeat across its groups and name calls of the context.
 That changes nothing above: the pairing stage looks for a call's results in its own frame
@@ -48,18 +64,19 @@ first (the turn up to the next turn with calls), where every result of a clean g
 so no result of the tail is left over to answer an earlier call, and no earlier result
 is left over for the tail's calls (those frames end before the tail). The only stage rule
 that reads ids across turns otherwise (a signed-thinking turn that reuses an earlier id) is
-about thinking blocks, which no clean turn holds.
+about thinking blocks, which no clean turn holds, and a signed turn counts only with new ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
 from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
-from .thinking import is_thinking_block
+from .thinking import has_replayable_signature, is_thinking_block
 from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_ids,
@@ -103,6 +120,9 @@ class MessageFacts(NamedTuple):
     #: an assistant turn with calls that would be clean but for its thinking blocks (module
     #: docstring, "Turns that think")
     thinking: bool = False
+    #: such a turn whose thinking blocks all carry a replayable signature (module docstring,
+    #: "Signed thinking")
+    signed: bool = False
 
 
 def is_clean_text_block(block: Any) -> bool:
@@ -135,11 +155,15 @@ def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFac
     content = wget(message, "content")
     clean = thinking = False
     replayed = wget(message, "stopReason") not in ("error", "aborted")
+    signed = False
     if ids and replayed and isinstance(content, list):
         others = [block for block in content if not is_thinking_block(block)]
         if all(is_clean_text_block(block) or _clean_call(block, allowed) for block in others):
             clean = len(others) == len(content)
             thinking = not clean
+            signed = thinking and all(
+                has_replayable_signature(block) for block in content if is_thinking_block(block)
+            )
     stamp = parse_timestamp_ms(wget(message, "timestamp"))
     return MessageFacts(
         "assistant",
@@ -148,6 +172,7 @@ def _assistant_facts(message: Any, allowed: frozenset[str] | None) -> MessageFac
         None if stamp is None else float(stamp),
         bool(wget(message, "usage")),
         thinking=thinking,
+        signed=signed,
     )
 
 
@@ -193,11 +218,14 @@ def _typed_assistant_facts(
     ids: list[str] = []
     clean = message.stop_reason not in ("error", "aborted")
     thinking = False
+    signed = True  # every thinking block so far has a replayable signature
     for block in message.content:
         if block.__pydantic_extra__:
             return None
         if type(block) is ThinkingContent:
             thinking = True
+            signature = block.thinking_signature
+            signed = signed and isinstance(signature, str) and bool(signature.strip())
         elif type(block) is TextContent:
             clean = clean and bool(block.text.strip())
         elif type(block) is ToolCall:
@@ -224,6 +252,7 @@ def _typed_assistant_facts(
         None if stamp is None else float(stamp),
         bool(message.usage),
         thinking=clean and thinking,
+        signed=clean and thinking and signed,
     )
 
 
@@ -288,23 +317,51 @@ class TailFacts(NamedTuple):
     last_group: int
 
 
+def _signed_clean(facts: MessageFacts, compaction_stamp: float | None) -> bool:
+    """A turn clean but for thinking blocks that all carry a replayable signature, which the
+    signature stage leaves alone: not older than the compaction (nor stale by its usage)."""
+    if not facts.signed:
+        return False
+    if compaction_stamp is None or facts.stamp is None:
+        return True
+    if facts.has_usage:
+        return facts.stamp > compaction_stamp  # the stale-usage rule, as ``clean_facts``
+    return facts.stamp >= compaction_stamp
+
+
 def clean_tail(
-    facts: Sequence[MessageFacts], compaction_stamp: float | None, thinking: bool = False
+    facts: Sequence[MessageFacts],
+    compaction_stamp: float | None,
+    thinking: bool = False,
+    known_ids: AbstractSet[str] | None = None,
 ) -> TailFacts | None:
     """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``;
-    ``thinking``: no stage touches thinking blocks, so a turn clean but for them counts."""
+    ``thinking``: no stage touches thinking blocks, so a turn clean but for them counts;
+    ``known_ids``: the stages keep signed thinking (``sanitize.signed_thinking_kept``) and
+    these are the call ids of everything before the tail, so a signed turn counts when its
+    ids are new (module docstring, "Signed thinking")."""
     index = 0
     last = -1
     count = len(facts)
+    tail_ids: set[str] | None = None  # the tail's ids so far, once a signed turn asks
     while index < count:
         head = facts[index]
-        if head.role != "assistant" or not (
+        if head.role != "assistant":
+            return None
+        calls = head.ids
+        if not (
             (head.clean or (thinking and head.thinking))
             if compaction_stamp is None
             else clean_facts(head, compaction_stamp, thinking)
         ):
-            return None
-        calls = head.ids
+            if known_ids is None or not _signed_clean(head, compaction_stamp):
+                return None
+            if tail_ids is None:
+                tail_ids = {call_id for earlier in facts[:index] for call_id in earlier.ids}
+            if not (known_ids.isdisjoint(calls) and tail_ids.isdisjoint(calls)):
+                return None  # an id named before: the replay rule may drop the turn
+        if tail_ids is not None:
+            tail_ids.update(calls)
         size = len(calls)
         if size > 1 and len(set(calls)) != size:
             return None  # an id twice in one turn: its results are matched by order

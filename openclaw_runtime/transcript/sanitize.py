@@ -75,6 +75,7 @@ __all__ = [
     "is_plain_user_turn",
     "run_transcript_sanitizers",
     "sanitize_session_history",
+    "signed_thinking_kept",
     "strip_stale_assistant_usage_before_latest_compaction",
     "thinking_untouched",
 ]
@@ -134,6 +135,17 @@ def thinking_untouched(policy: TranscriptPolicy) -> bool:
             and should_allow_provider_owned_thinking_replay(policy)
         )
     )
+
+
+def signed_thinking_kept(policy: TranscriptPolicy) -> bool:
+    """Whether a tool turn whose thinking blocks all carry a replayable signature comes out of
+    the built-in stages as it went in, wherever it stands, as long as it is no older than the
+    compaction and no earlier turn named its calls' ids: no reasoning drop and no Claude
+    thinking drop run (Claude models that keep their thinking, on the Anthropic API). The
+    signature stage then only strips turns older than the compaction and drops unsigned
+    blocks; the signed-turn replay rule keeps a well-formed turn whose ids are new
+    (``loop_tail``, "Signed thinking"). True wherever ``thinking_untouched`` is."""
+    return not (_drop_reasoning_on(policy) or _drop_thinking_on(policy))
 
 
 def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "assess_last_assistant_message",
     "drop_reasoning_from_history",
     "drop_thinking_blocks",
+    "has_replayable_signature",
     "is_assistant_message_with_content",
     "is_thinking_block",
     "should_preserve_latest_assistant_thinking",
@@ -68,7 +69,9 @@ def _is_signed(block: Any) -> bool:
     return _is_redacted(block) or any(wget(block, key) is not None for key in _SIGNATURE_KEYS)
 
 
-def _has_replayable_signature(block: Any) -> bool:
+def has_replayable_signature(block: Any) -> bool:
+    """A thinking block whose signature (or a redacted block's data) a provider can take back:
+    the blocks the signature stage keeps wherever their turn stands."""
     keys = ("data", *_SIGNATURE_KEYS) if _is_redacted(block) else _SIGNATURE_KEYS
     return any(
         isinstance(value, str) and value.strip() for value in (wget(block, key) for key in keys)
@@ -166,7 +169,7 @@ def strip_invalid_thinking_signatures(
             out.append(message)
             continue
         content = wget(message, "content")
-        kept = [b for b in content if not is_thinking_block(b) or _has_replayable_signature(b)]
+        kept = [b for b in content if not is_thinking_block(b) or has_replayable_signature(b)]
         if len(kept) == len(content):
             out.append(message)
             continue
