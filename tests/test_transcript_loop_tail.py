@@ -74,6 +74,9 @@ THINKING_KEPT = {"responses, read only", "google", "completions, reasoning"}
 #: signature stage and the signed-turn replay rule run, no reasoning drop): Claude models
 #: that keep their thinking.
 SIGNED_KEPT = {"anthropic, signed replay"}
+#: The policies that drop every turn's thinking but the latest's (``earlier_thinking_dropped``:
+#: older Claude models).
+DROPPED = {"anthropic"}
 
 SUMMARY_STAMP = 5_000
 
@@ -299,6 +302,14 @@ SIGNED_SHAPES = {
     "thinking, its result naming another tool",
     "signed thinking older than the compaction",
 }
+#: The thinking shapes taken as they are where earlier turns' thinking is dropped: a turn
+#: whose thinking goes is clean, and the latest one is when its blocks are all signed (ids
+#: are free: no rule reads them there).
+DROPPED_SHAPES = {
+    *SIGNED_SHAPES,
+    "signed thinking, an id a plain turn used",
+    "signed thinking, an id twice",
+}
 #: Shapes stamped before the compaction summary: not clean after one.
 STALE = {"usage older than the compaction", "signed thinking older than the compaction"}
 
@@ -324,8 +335,10 @@ def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
         clean = policy.allowed_tool_names is None  # ``exec`` is fine without an allowlist
     if shape_name in THINKS:
         # no stage reads the thinking blocks there, or signed ones with new ids are kept
-        clean = policy_name in THINKING_KEPT or (
-            policy_name in SIGNED_KEPT and shape_name in SIGNED_SHAPES
+        clean = (
+            policy_name in THINKING_KEPT
+            or (policy_name in SIGNED_KEPT and shape_name in SIGNED_SHAPES)
+            or (policy_name in DROPPED and shape_name in DROPPED_SHAPES)
         )
     clean = clean and not (compacted and shape_name in STALE)
     loop = Loop(compacted=compacted)
@@ -381,6 +394,13 @@ def test_clean_tail_of_each_shape(shape_name: str) -> None:
     # ``call_2``): plain clean turns do not mind
     named = clean_tail(_facts(tail, policy), None, known_ids=frozenset({"call_2"}))
     assert (named is not None) == clean, shape_name
+    # where earlier turns' thinking is dropped: the latest turn must be signed, earlier ones
+    # may think in any way (their thinking goes)
+    dropped = clean_tail(_facts(tail, policy), None, dropped=True)
+    assert (dropped is not None) == (clean or shape_name in DROPPED_SHAPES), shape_name
+    later = [*tail, *loop.group()]
+    dropped_later = clean_tail(_facts(later, policy), None, dropped=True)
+    assert (dropped_later is not None) == (clean or shape_name in THINKS), shape_name
 
 
 def test_a_tail_must_be_whole_groups() -> None:
@@ -502,19 +522,24 @@ def test_facts_are_immutable_records() -> None:
             setattr(record, name, 0)
 
 
+def _fresh_signed(head: Any, compaction_stamp: float | None) -> bool:
+    """Every thinking block signed, not older than the compaction (nor stale by usage)."""
+    if not head.signed:
+        return False
+    stamp = head.stamp
+    if compaction_stamp is None or stamp is None:
+        return True
+    return not (stamp < compaction_stamp or (head.has_usage and stamp <= compaction_stamp))
+
+
 def _signed_reference(
     facts: list[Any], index: int, compaction_stamp: float | None, known_ids: Any
 ) -> bool:
     """The signed rule as the module docstring states it: every thinking block signed, not
     older than the compaction (nor stale by usage), no id named before the turn."""
     head = facts[index]
-    if known_ids is None or not head.signed:
+    if known_ids is None or not _fresh_signed(head, compaction_stamp):
         return False
-    stamp = head.stamp
-    if compaction_stamp is not None and stamp is not None:
-        older = stamp < compaction_stamp or (head.has_usage and stamp <= compaction_stamp)
-        if older:
-            return False
     before = set(known_ids)
     for earlier in facts[:index]:
         before.update(earlier.ids)
@@ -526,6 +551,7 @@ def _clean_tail_reference(
     compaction_stamp: float | None,
     kept_thinking: bool = False,
     known_ids: Any = None,
+    dropped: bool = False,
 ) -> Any:
     """``clean_tail`` before its shortcuts (no set made for one-call groups, the stamp check
     only with a stamp, the tail's ids only once a signed turn asks)."""
@@ -537,7 +563,10 @@ def _clean_tail_reference(
         head = facts[index]
         if head.role != "assistant":
             return None
-        if not clean_facts(head, compaction_stamp, thinking) and not _signed_reference(
+        if dropped:
+            if not clean_facts(head, compaction_stamp, True):
+                return None
+        elif not clean_facts(head, compaction_stamp, thinking) and not _signed_reference(
             facts, index, compaction_stamp, known_ids
         ):
             return None
@@ -553,6 +582,8 @@ def _clean_tail_reference(
                 return None
         index += len(calls) + 1
     if last < 0:
+        return None
+    if dropped and not facts[last].clean and not _fresh_signed(facts[last], compaction_stamp):
         return None
     return TailFacts(last)
 
@@ -592,9 +623,10 @@ def test_clean_tail_equals_its_reference(seed: int) -> None:
         stamp = rng.choice([None, None, 5_000.0])
         thinking = rng.random() < 0.5
         known = rng.choice([None, None, frozenset(), frozenset({"a"}), frozenset({"b", "c"})])
-        got = clean_tail(facts, stamp, thinking, known)
-        expected = _clean_tail_reference(facts, stamp, thinking, known)
-        assert got == expected, (facts, stamp, thinking, known)
+        dropped = not thinking and known is None and rng.random() < 0.5  # one mode at a time
+        got = clean_tail(facts, stamp, thinking, known, dropped)
+        expected = _clean_tail_reference(facts, stamp, thinking, known, dropped)
+        assert got == expected, (facts, stamp, thinking, known, dropped)
         found += got is not None
     assert found > 100  # clean tails were among them
 

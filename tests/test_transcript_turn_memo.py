@@ -86,6 +86,10 @@ def test_a_tool_group_in_a_loop_validates_as_in_full(
         assert dumped(got) == dumped(validate_replay_turns(messages, policy)), (shape_name, number)
         if number == 1 or (number == 2 and clean):
             assert full.calls == before, (shape_name, number)  # reused, no pass
+        if sanitized and policy.drop_thinking_blocks and shape_name in THINKS and number > 2:
+            # an older Claude model: the sanitizer replaced the previous request's last group
+            # (the shape) by its copy without thinking; the part before it is reused
+            assert full.calls == before, (shape_name, number)
         if number == 2 and not sanitized and shape_name in THINKS:
             # a turn that thinks is reused when its results name its calls' tools (the
             # validator keeps it whole then), and validated in full when one does not
@@ -192,3 +196,43 @@ def test_another_policy_validates_in_full() -> None:
     got = memo(list(loop.messages), kept)
     assert dumped(got) == dumped(validate_replay_turns(list(loop.messages), kept))
     assert len(got) == len(loop.messages)
+
+
+def test_a_shared_part_is_reused_only_where_the_answer_lines_up_with_it() -> None:
+    """A request may share only part of the previous one (an older Claude model's sanitizer
+    hands back the previous last group as a copy). That part's answer is taken from the
+    previous one by position, which holds only where the validator merged nothing."""
+    policy = POLICIES["anthropic"]
+    loop = Loop(compacted=False)
+    loop.messages.append(UserMessage(content="and also", timestamp=loop.stamp()))  # merged
+    first, second = loop.group(), loop.group()
+    loop.messages.extend([*first, *second])
+    memo = TurnValidationMemo()
+    before = list(loop.messages)
+    assert len(memo(before, policy)) == len(before) - 1  # the two user turns became one
+    # the second group's turn comes back as a copy, and a group follows
+    copy = second[0].model_copy()
+    after = [*before[:-2], copy, second[1], *loop.group()]
+    got = memo(after, policy)
+    assert dumped(got) == dumped(validate_replay_turns(after, policy))
+
+
+def test_a_shared_part_that_lost_a_result_is_validated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sharing a part that ends with a result is not enough when the previous history went
+    on with another result of the same turn: the turn's calls are checked up to its next
+    assistant turn, so without that result one of them is dangling now."""
+    policy = POLICIES["completions"]
+    loop = Loop(compacted=False)
+    one, two = loop.call(), loop.call()
+    turn = loop.assistant(one, two)
+    loop.messages.extend([turn, loop.result(one), loop.result(two)])
+    memo = TurnValidationMemo()
+    memo(list(loop.messages), policy)
+    full = Counting(monkeypatch)
+    dropped_result = [*loop.messages[:-1], *loop.group()]
+    got = memo(dropped_result, policy)
+    assert dumped(got) == dumped(validate_replay_turns(dropped_result, policy))
+    assert full.calls == 1
+    assert [block.id for block in got[1].content] == [one.id]  # the other call is dangling

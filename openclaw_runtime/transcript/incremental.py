@@ -66,11 +66,19 @@ from typing import Any
 from .._prefix import starts_with
 from .clean_turns import clean_region_outputs
 from .entries import parse_timestamp_ms
-from .loop_tail import MessageFacts, TailFacts, clean_tail, message_facts, sanitized
+from .loop_tail import (
+    MessageFacts,
+    TailFacts,
+    clean_tail,
+    message_facts,
+    sanitized,
+    without_thinking,
+)
 from .policy import TranscriptPolicy
 from .sanitize import (
     OnError,
     SanitizerSpec,
+    earlier_thinking_dropped,
     has_declared_types,
     is_plain_user_turn,
     run_transcript_sanitizers,
@@ -381,6 +389,10 @@ class _LoopCache:
     #: whether, short of that, the stages keep signed thinking (``sanitize.signed_thinking_kept``):
     #: a turn clean but for signed thinking blocks is clean then when its ids are new (``ids``)
     signed: bool = False
+    #: whether they drop the thinking of every turn but the latest
+    #: (``sanitize.earlier_thinking_dropped``): such a turn comes out without it unless it
+    #: ends the tail (``loop_tail``, "Dropped thinking")
+    dropped: bool = False
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
@@ -394,22 +406,27 @@ class _LoopCache:
             hit = memo.get(key)
             if hit is None or hit[0] is not message:
                 found = message_facts(message, self.allowed)
-                clean = (
-                    found.clean
-                    or (self.thinking and found.thinking)
-                    or (self.signed and found.signed)
-                )
-                out = sanitized(message, found, self.strip_details) if clean else None
+                if self.dropped and found.thinking:
+                    out = without_thinking(message)  # as an earlier turn; the latest below
+                else:
+                    clean = (
+                        found.clean
+                        or (self.thinking and found.thinking)
+                        or (self.signed and found.signed)
+                    )
+                    out = sanitized(message, found, self.strip_details) if clean else None
                 hit = (message, found, out)
             known[key] = hit
             facts.append(hit[1])
             outputs.append(hit[2])
         self.facts = known
-        tail = clean_tail(
-            facts, self.compaction_stamp, self.thinking, self.ids if self.signed else None
-        )
+        known_ids = self.ids if self.signed else None
+        tail = clean_tail(facts, self.compaction_stamp, self.thinking, known_ids, self.dropped)
         if tail is None:
             return None
+        if self.dropped and facts[tail.last_group].thinking:
+            # the latest turn keeps its (signed) thinking: itself, not its copy
+            outputs[tail.last_group] = rest[tail.last_group]
         return tail, outputs
 
 
@@ -623,7 +640,7 @@ class IncrementalSanitizer:
         if strip is None:
             return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
-        thinking, signed = _thinking_modes(key[0])
+        thinking, signed, dropped = _thinking_modes(key[0])
         self._loop = _LoopCache(
             key,
             found,
@@ -636,6 +653,7 @@ class IncrementalSanitizer:
             strip_details=strip,
             thinking=thinking,
             signed=signed,
+            dropped=dropped,
         )
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
@@ -648,7 +666,7 @@ class IncrementalSanitizer:
         if found is None or strip is None:
             return None
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
-        thinking, signed = _thinking_modes(key[0])
+        thinking, signed, dropped = _thinking_modes(key[0])
         first = messages[0]
         self._loop = _LoopCache(
             key,
@@ -661,6 +679,7 @@ class IncrementalSanitizer:
             strip_details=strip,
             thinking=thinking,
             signed=signed,
+            dropped=dropped,
         )
         return self._loop
 
@@ -732,11 +751,13 @@ class IncrementalSanitizer:
         return True
 
 
-def _thinking_modes(policy: TranscriptPolicy) -> tuple[bool, bool]:
+def _thinking_modes(policy: TranscriptPolicy) -> tuple[bool, bool, bool]:
     """How a loop cache takes turns that think under ``policy``: ``thinking`` (no stage
-    touches them) or, short of that, ``signed`` (signed ones are kept when their ids are new)."""
+    touches them), or short of that ``signed`` (signed ones are kept when their ids are
+    new), or ``dropped`` (their thinking goes unless they are the latest)."""
     untouched = thinking_untouched(policy)
-    return untouched, not untouched and signed_thinking_kept(policy)
+    signed = not untouched and signed_thinking_kept(policy)
+    return untouched, signed, earlier_thinking_dropped(policy)
 
 
 def _loop_start(messages: Sequence[Any], user: int) -> ToolLoopBoundary | None:

@@ -57,6 +57,15 @@ So :func:`clean_tail` takes such a turn when given the ids of everything before 
 (``known_ids``), checking them and the tail's own earlier ids. A provider that numbers its
 calls afresh in every turn fails that check and takes the pipeline; Claude's ids are unique.
 
+**Dropped thinking.** Older Claude models on the Anthropic API have the thinking blocks of
+every assistant turn but the latest removed (``sanitize.earlier_thinking_dropped``), with
+the signature stage run first and no signed-turn replay rule. There a tail's turns clean but
+for their thinking come out as their copies without it (:func:`without_thinking`: a clean
+turn keeps its calls, so nothing is left empty), except the tail's last turn, the latest:
+that one comes out as it is when its blocks are all signed and it is no older than the
+compaction, as above (else the tail is not clean). :func:`clean_tail` takes such turns when
+asked to (``dropped=True``); ids are free as for clean turns, no rule reads them.
+
 **Ids named again.** Some providers number their calls afresh in every turn (``call_0``
 each time), so a tail's ids may repeat across its groups and name calls of the context.
 That changes nothing above: the pairing stage looks for a call's results in its own frame
@@ -76,7 +85,11 @@ from typing import Any, NamedTuple
 from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 from .entries import parse_timestamp_ms
 from .pairing import SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY
-from .thinking import has_replayable_signature, is_thinking_block
+from .thinking import (
+    has_replayable_signature,
+    is_thinking_block,
+    strip_thinking_blocks_from_message,
+)
 from .tool_calls import (
     extract_tool_calls_from_assistant,
     extract_tool_result_ids,
@@ -92,6 +105,7 @@ __all__ = [
     "is_clean_text_block",
     "message_facts",
     "sanitized",
+    "without_thinking",
 ]
 
 _SYNTHETIC_DETAILS = {SYNTHETIC_MISSING_TOOL_RESULT_DETAIL_KEY: True}
@@ -192,6 +206,12 @@ def sanitized(message: Any, facts: MessageFacts, strip_details: bool) -> Any:
     when the details stage runs (``strip_details``: it is among the stages and the policy
     wants it; otherwise nothing changes a clean message)."""
     return wdel(message, "details") if strip_details and facts.strip_details else message
+
+
+def without_thinking(message: Any) -> Any:
+    """What the Claude thinking drop makes of a turn clean but for its thinking that is not
+    the latest (module docstring, "Dropped thinking"): its copy without the blocks."""
+    return strip_thinking_blocks_from_message(message)
 
 
 def _result_facts(message: Any) -> MessageFacts:
@@ -334,12 +354,16 @@ def clean_tail(
     compaction_stamp: float | None,
     thinking: bool = False,
     known_ids: AbstractSet[str] | None = None,
+    dropped: bool = False,
 ) -> TailFacts | None:
     """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``;
     ``thinking``: no stage touches thinking blocks, so a turn clean but for them counts;
     ``known_ids``: the stages keep signed thinking (``sanitize.signed_thinking_kept``) and
     these are the call ids of everything before the tail, so a signed turn counts when its
-    ids are new (module docstring, "Signed thinking")."""
+    ids are new (module docstring, "Signed thinking"); ``dropped``: the stages drop the
+    thinking of every turn but the latest (``sanitize.earlier_thinking_dropped``), so a turn
+    clean but for it counts, the tail's last one only when signed (module docstring,
+    "Dropped thinking")."""
     index = 0
     last = -1
     count = len(facts)
@@ -354,12 +378,16 @@ def clean_tail(
             if compaction_stamp is None
             else clean_facts(head, compaction_stamp, thinking)
         ):
-            if known_ids is None or not _signed_clean(head, compaction_stamp):
-                return None
-            if tail_ids is None:
-                tail_ids = {call_id for earlier in facts[:index] for call_id in earlier.ids}
-            if not (known_ids.isdisjoint(calls) and tail_ids.isdisjoint(calls)):
-                return None  # an id named before: the replay rule may drop the turn
+            if dropped:
+                if not clean_facts(head, compaction_stamp, True):
+                    return None  # not a clean turn with thinking, or stale by its usage
+            else:
+                if known_ids is None or not _signed_clean(head, compaction_stamp):
+                    return None
+                if tail_ids is None:
+                    tail_ids = {call_id for earlier in facts[:index] for call_id in earlier.ids}
+                if not (known_ids.isdisjoint(calls) and tail_ids.isdisjoint(calls)):
+                    return None  # an id named before: the replay rule may drop the turn
         if tail_ids is not None:
             tail_ids.update(calls)
         size = len(calls)
@@ -375,4 +403,6 @@ def clean_tail(
         index += size + 1
     if last < 0:
         return None
+    if dropped and not facts[last].clean and not _signed_clean(facts[last], compaction_stamp):
+        return None  # the latest turn keeps its thinking: as it is only when signed and fresh
     return TailFacts(last)

@@ -69,6 +69,7 @@ __all__ = [
     "BUILTIN_SANITIZERS",
     "Sanitizer",
     "SanitizerSpec",
+    "earlier_thinking_dropped",
     "guard_transcript_sanitizer",
     "has_declared_types",
     "is_plain_user_message",
@@ -146,6 +147,23 @@ def signed_thinking_kept(policy: TranscriptPolicy) -> bool:
     blocks; the signed-turn replay rule keeps a well-formed turn whose ids are new
     (``loop_tail``, "Signed thinking"). True wherever ``thinking_untouched`` is."""
     return not (_drop_reasoning_on(policy) or _drop_thinking_on(policy))
+
+
+def earlier_thinking_dropped(policy: TranscriptPolicy) -> bool:
+    """Whether the stages remove the thinking blocks of every assistant turn but the latest
+    and touch thinking no other way than the signature stage does: the Claude thinking drop
+    runs, no reasoning drop, no signed-turn replay rule (older Claude models on the Anthropic
+    API). A tool turn clean but for its thinking then comes out as its copy without it unless
+    it is the latest, and as it is when latest if every block is signed and it is no older
+    than the compaction (``loop_tail``, "Dropped thinking")."""
+    return (
+        _drop_thinking_on(policy)
+        and not _drop_reasoning_on(policy)
+        and not (
+            policy.wants("tool_call_inputs", True)
+            and should_allow_provider_owned_thinking_replay(policy)
+        )
+    )
 
 
 def _thinking_signatures(messages: list[Any], policy: TranscriptPolicy) -> list[Any]:

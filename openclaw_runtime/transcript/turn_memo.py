@@ -15,6 +15,14 @@ the validator's answer is the previous output followed by those groups unchanged
   turn's scan for its results stops at the next assistant turn, where the groups begin;
 * no user merge: the groups hold no user message.
 
+The history need not resend *every* message of the previous one: where an older Claude
+model's sanitizer output replaces the previous request's last tool group by its copy
+without thinking, the two share the messages up to that group's assistant turn. The
+validator's answer for a shared part that ends with a tool result where an assistant turn
+followed is the same whatever follows (the three points above), so it is the matching part
+of the previous answer, found by position while the validator merged nothing there
+(``_aligned_from``: the answer has one message per message of the history from there on).
+
 A turn that thinks (a reasoning model: Claude's signed thinking before its calls) is
 all-or-nothing there: every call must be answered by its id *and* its tool name. So a group
 whose turn holds thinking blocks (otherwise clean: ``MessageFacts.thinking``) is taken too
@@ -28,10 +36,10 @@ always the built-in's own answer.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
+from .._prefix import shared_prefix_length
 from .loop_tail import MessageFacts, clean_tail, message_facts
 from .policy import TranscriptPolicy
 from .replay import validate_replay_turns
@@ -44,36 +52,40 @@ __all__ = ["MemoizedTurns", "TurnValidationMemo"]
 class TurnValidationMemo:
     """``validate_replay_turns(messages, policy)``, reusing the previous request's answer."""
 
-    __slots__ = ("_inputs", "_outputs", "_policy")
+    __slots__ = ("_aligned_from", "_inputs", "_offset", "_outputs", "_policy")
 
     def __init__(self) -> None:
         self._inputs: Sequence[Any] = ()  # no containers until the first call
         self._outputs: Sequence[Any] = ()
         self._policy: TranscriptPolicy | None = None
+        #: from this input position on, the answer for ``_inputs[:p]`` is
+        #: ``_outputs[: p + _offset]`` (module docstring)
+        self._aligned_from = 0
+        self._offset = 0
 
     def __call__(self, messages: Sequence[Any], policy: TranscriptPolicy) -> list[Any]:
         seen = self._inputs
-        if (
-            seen
-            and (policy is self._policy or policy == self._policy)
-            and len(messages) > len(seen)
-            and role_of(seen[-1]) == "toolResult"
-            and all(map(operator.is_, seen, messages))
-        ):
-            added = list(messages[len(seen) :])
-            facts = [message_facts(m, None) for m in added]
-            if clean_tail(facts, None, thinking=True) is not None and _names_answered(added, facts):
-                out = [*self._outputs, *added]
-                self._remember(messages, out, policy)
-                return list(out)  # the caller's own list, as below
+        if seen and (policy is self._policy or policy == self._policy):
+            shared = shared_prefix_length(seen, messages)
+            if (
+                0 < shared < len(messages)
+                and shared >= self._aligned_from
+                and role_of(messages[shared - 1]) == "toolResult"
+                and (shared == len(seen) or role_of(seen[shared]) == "assistant")
+            ):
+                added = list(messages[shared:])
+                facts = [message_facts(m, None) for m in added]
+                tail = clean_tail(facts, None, thinking=True)
+                if tail is not None and _names_answered(added, facts):
+                    out = [*self._outputs[: shared + self._offset], *added]
+                    self._inputs, self._outputs = list(messages), out
+                    return list(out)  # the caller's own list, as below
         out = list(validate_replay_turns(messages, policy))
-        self._remember(messages, out, policy)
+        self._inputs, self._outputs, self._policy = list(messages), out, policy
+        # positions match from the start when the validator merged nothing, else only whole
+        self._aligned_from = 0 if len(out) == len(messages) else len(messages)
+        self._offset = len(out) - len(messages) if self._aligned_from else 0
         return list(out)  # the caller's own list: changing it leaves the memo alone
-
-    def _remember(self, messages: Sequence[Any], out: list[Any], policy: TranscriptPolicy) -> None:
-        self._inputs = list(messages)
-        self._outputs = out
-        self._policy = policy
 
 
 def _names_answered(groups: Sequence[Any], facts: Sequence[MessageFacts]) -> bool:
