@@ -42,6 +42,7 @@ from openclaw_runtime.transcript.pairing import SYNTHETIC_MISSING_TOOL_RESULT_DE
 from openclaw_runtime.transcript.sanitize import (
     BUILTIN_SANITIZERS,
     SanitizerSpec,
+    earlier_thinking_dropped,
     signed_thinking_kept,
     thinking_untouched,
 )
@@ -765,3 +766,45 @@ def test_which_policies_leave_thinking_blocks_alone(policy: Any, untouched: bool
 def test_which_policies_keep_signed_thinking(policy: Any, kept: bool) -> None:
     """``signed_thinking_kept``, read off the policy rules by hand: neither reasoning drop."""
     assert signed_thinking_kept(policy) is kept
+
+
+@pytest.mark.parametrize(
+    ("policy", "dropped"),
+    [
+        # older Claude models drop their earlier turns' thinking, and run no replay rule
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), True),
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), True),
+        # newer ones keep it
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"), False),
+        # OpenAI-compatible replay drops reasoning the other way (the current tool turn keeps it)
+        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
+        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), False),
+        # the switches count: the drop forced on where the signed-turn replay rule runs
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
+                enabled=frozenset({"drop_thinking_blocks"}),
+            ),
+            False,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
+                enabled=frozenset({"drop_thinking_blocks"}),
+                disabled=frozenset({"tool_call_inputs"}),
+            ),
+            True,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"),
+                enabled=frozenset({"drop_reasoning_from_history"}),
+            ),
+            False,
+        ),
+    ],
+)
+def test_which_policies_drop_earlier_thinking(policy: Any, dropped: bool) -> None:
+    """``earlier_thinking_dropped``, read off the policy rules by hand: the Claude thinking
+    drop, and neither the reasoning drop nor the signed-turn replay rule."""
+    assert earlier_thinking_dropped(policy) is dropped

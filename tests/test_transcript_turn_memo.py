@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime, hookimpl
-from openclaw_runtime.messages import UserMessage
+from openclaw_runtime.messages import TextContent, UserMessage
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
 from openclaw_runtime.transcript import resolve_transcript_policy, run_transcript_sanitizers
 from openclaw_runtime.transcript import turn_memo as turn_memo_module
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
-from openclaw_runtime.transcript.replay import validate_replay_turns
+from openclaw_runtime.transcript.replay import validate_replay_turns, validate_strict_replay_turns
 from openclaw_runtime.transcript.sanitize import BUILTIN_SANITIZERS
 from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from tests.run_support import mock_openai_config, mock_openai_server, read
@@ -49,23 +49,39 @@ def test_the_policies_validate_turns() -> None:
         assert policy.validate_anthropic_turns or policy.validate_gemini_turns
 
 
+#: the two validators the memo serves: the generic one, and with ``strict`` Anthropic's rule
+VALIDATORS = {False: validate_replay_turns, True: validate_strict_replay_turns}
+
+
 class Counting:
-    """Counts the full validations the memo runs (``validate_replay_turns`` in its module)."""
+    """Counts the full validations the memo runs (both validators, in its module)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        monkeypatch.setattr(turn_memo_module, "validate_replay_turns", self)
+        for name, real in (
+            ("validate_replay_turns", validate_replay_turns),
+            ("validate_strict_replay_turns", validate_strict_replay_turns),
+        ):
+            monkeypatch.setattr(turn_memo_module, name, self._counting(real))
 
-    def __call__(self, messages: Any, policy: Any) -> list[Any]:
-        self.calls += 1
-        return validate_replay_turns(messages, policy)
+    def _counting(self, real: Any) -> Any:
+        def validate(messages: Any, policy: Any) -> list[Any]:
+            self.calls += 1
+            return list(real(messages, policy))
+
+        return validate
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["generic", "strict"])
 @pytest.mark.parametrize("sanitized", [False, True])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("shape_name", sorted(SHAPES))
 def test_a_tool_group_in_a_loop_validates_as_in_full(
-    shape_name: str, policy_name: str, sanitized: bool, monkeypatch: pytest.MonkeyPatch
+    shape_name: str,
+    policy_name: str,
+    sanitized: bool,
+    strict: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     policy = POLICIES[policy_name]
     shape, clean = SHAPES[shape_name]
@@ -82,8 +98,9 @@ def test_a_tool_group_in_a_loop_validates_as_in_full(
             messages = incremental.run(messages, policy, BUILTIN_SANITIZERS)
             assert dumped(messages) == dumped(expected_input)
         before = full.calls
-        got = memo(messages, policy)
-        assert dumped(got) == dumped(validate_replay_turns(messages, policy)), (shape_name, number)
+        got = memo(messages, policy, strict=strict)
+        expected = VALIDATORS[strict](messages, policy)
+        assert dumped(got) == dumped(expected), (shape_name, number)
         if number == 1 or (number == 2 and clean):
             assert full.calls == before, (shape_name, number)  # reused, no pass
         if sanitized and policy.drop_thinking_blocks and shape_name in THINKS and number > 2:
@@ -100,6 +117,7 @@ def test_a_tool_group_in_a_loop_validates_as_in_full(
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("seed", range(6))
 def test_random_loops_validate_as_in_full(policy_name: str, seed: int) -> None:
+    """Both validators, asked in turn at random (each switch starts the memo over)."""
     rng = random.Random(seed)
     policy = POLICIES[policy_name]
     names = sorted(SHAPES)
@@ -116,8 +134,9 @@ def test_random_loops_validate_as_in_full(policy_name: str, seed: int) -> None:
             if rng.random() < 0.1:
                 loop.messages = loop.messages[: rng.randint(1, len(loop.messages))]
             messages = list(loop.messages)
-            got = memo(messages, policy)
-            assert dumped(got) == dumped(validate_replay_turns(messages, policy)), seed
+            strict = rng.random() < 0.3
+            got = memo(messages, policy, strict=strict)
+            assert dumped(got) == dumped(VALIDATORS[strict](messages, policy)), seed
             got.clear()  # the caller's list: the memo's own copy stays
 
 
@@ -236,3 +255,24 @@ def test_a_shared_part_that_lost_a_result_is_validated_again(
     assert dumped(got) == dumped(validate_replay_turns(dropped_result, policy))
     assert full.calls == 1
     assert [block.id for block in got[1].content] == [one.id]  # the other call is dangling
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_a_turns_second_request_reuses_its_first(
+    policy_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn's first request ends with its prompt; the second adds a tool group after it.
+    The validator reads nothing differently before the group, so the first answer stands."""
+    policy = POLICIES[policy_name]
+    loop = Loop(compacted=False)
+    loop.messages.extend([*loop.group(), loop.assistant(TextContent(text="done"), stop="stop")])
+    loop.messages.append(UserMessage(content="next", timestamp=loop.stamp()))
+    memo = TurnValidationMemo()
+    full = Counting(monkeypatch)
+    for strict in (False, True):
+        first = list(loop.messages)
+        memo(first, policy, strict=strict)
+        second = [*first, *loop.group()]
+        got = memo(second, policy, strict=strict)
+        assert dumped(got) == dumped(VALIDATORS[strict](second, policy))
+        assert full.calls == 1 + strict, strict  # the first request's, only

@@ -13,6 +13,9 @@ is stuck. This server reproduces that over real HTTP (``LocalHTTPServer`` undern
   them and ``replayed_signatures(request)`` lists what a recorded request replayed;
 * ``reject_all_signatures = True`` rejects any replayed signature (a provider that accepts
   none), for bounding the recovery;
+* ``enqueue_tool_use(name, arguments)`` scripts the next answer as a tool call instead:
+  a thinking block signed ``sig-tool-<n>`` (or none, ``thinking=False``) and a ``tool_use``
+  block with the id ``toolu_<n>``, ``stop_reason`` ``tool_use`` (for tool loops);
 * ``context_window`` (tokens; None: unlimited) refuses, as Anthropic does, a request whose
   estimated input plus ``max_tokens`` (which includes the thinking budget) exceeds it:
   ``input length and `max_tokens` exceed context limit: I + M > W``; ``overflows`` counts
@@ -145,6 +148,57 @@ def _answer_stream(number: int, model: str) -> bytes:
     return b"".join(frames)
 
 
+def _tool_use_stream(
+    number: int, model: str, name: str, arguments: dict[str, Any], thinking: bool
+) -> bytes:
+    """The SSE frames of an answer that thinks (optionally) and calls one tool."""
+    start: dict[str, Any] = {
+        "id": f"msg_tool_{number:04d}",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 20, "output_tokens": 1},
+    }
+    frames = [_frame("message_start", {"type": "message_start", "message": start})]
+    index = 0
+    if thinking:
+        block = {"type": "thinking", "thinking": ""}
+        deltas = [
+            {"type": "thinking_delta", "thinking": f"which tool {number}"},
+            {"type": "signature_delta", "signature": f"sig-tool-{number}"},
+        ]
+        frames += _block_frames(index, block, deltas)
+        index += 1
+    call = {"type": "tool_use", "id": f"toolu_{number:04d}", "name": name, "input": {}}
+    json_delta = {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}
+    frames += _block_frames(index, call, [json_delta])
+    frames += [
+        _frame(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            },
+        ),
+        _frame("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(frames)
+
+
+def _block_frames(index: int, block: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
+    start = {"type": "content_block_start", "index": index, "content_block": block}
+    middle = [
+        _frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    ]
+    stop = _frame("content_block_stop", {"type": "content_block_stop", "index": index})
+    return [_frame("content_block_start", start), *middle, stop]
+
+
 class AnthropicMessagesServer(LocalHTTPServer):
     """``POST /v1/messages`` answered from the request (module docstring)."""
 
@@ -156,6 +210,23 @@ class AnthropicMessagesServer(LocalHTTPServer):
         self.answers = 0
         self.context_window: int | None = None
         self.overflows = 0
+        self.tool_uses = 0
+
+    def reset(self) -> None:
+        """Forget the script and recorded requests, and number answers from 1 again (so a
+        repeated scenario gets the same ids and signatures)."""
+        super().reset()
+        self.answers = self.tool_uses = 0
+
+    def enqueue_tool_use(
+        self, name: str, arguments: dict[str, Any], *, thinking: bool = True, model: str = ""
+    ) -> str:
+        """Script the next answer as a call of ``name`` (module docstring); its call id."""
+        self.tool_uses += 1
+        number = self.tool_uses
+        body = _tool_use_stream(number, model or "claude-local", name, arguments, thinking)
+        self.enqueue(ScriptedReply(200, {"content-type": "text/event-stream"}, [body]))
+        return f"toolu_{number:04d}"
 
     def reject_signature(self, signature: str) -> None:
         """From now on, reject every request that replays ``signature``."""

@@ -27,7 +27,7 @@ if _typing.TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from .repair import repair_session_file_if_needed
     from .replay import (
         sanitize_google_turn_ordering, validate_gemini_turns, validate_replay_turns,
-        validate_strict_turns,
+        validate_strict_replay_turns, validate_strict_turns,
     )
     from .rewrite import TranscriptRewriteResult
     from .sanitize import run_transcript_sanitizers
@@ -43,7 +43,7 @@ _LAZY = {
     "repair": "repair_session_file_if_needed",
     "replay": (
         "sanitize_google_turn_ordering validate_gemini_turns validate_replay_turns "
-        "validate_strict_turns"
+        "validate_strict_replay_turns validate_strict_turns"
     ),
     "rewrite": "TranscriptRewriteResult",
     "sanitize": "run_transcript_sanitizers",
@@ -59,5 +59,5 @@ __all__ = [
     "TranscriptPolicy", "TranscriptRewriteResult", "repair_session_file_if_needed",
     "resolve_transcript_policy", "run_transcript_sanitizers", "sanitize_google_turn_ordering",
     "should_merge_consecutive_user_turns", "validate_gemini_turns", "validate_replay_turns",
-    "validate_session_id", "validate_strict_turns",
+    "validate_session_id", "validate_strict_replay_turns", "validate_strict_turns",
 ]  # fmt: skip

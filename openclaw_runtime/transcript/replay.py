@@ -38,6 +38,7 @@ __all__ = [
     "strip_dangling_tool_uses",
     "validate_gemini_turns",
     "validate_replay_turns",
+    "validate_strict_replay_turns",
     "validate_strict_turns",
     "validate_turns_with_consecutive_merge",
 ]
@@ -280,6 +281,14 @@ def sanitize_google_turn_ordering(messages: Sequence[Any]) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- the fallback hook
+
+
+def validate_strict_replay_turns(messages: Sequence[Any], policy: TranscriptPolicy) -> list[Any]:
+    """:func:`validate_strict_turns` with the policy's user-turn merging: Anthropic's rule
+    (the provider plugin answers with it, through the attempt's ``turn_memo``)."""
+    return validate_strict_turns(
+        messages, merge_consecutive_user_turns=should_merge_consecutive_user_turns(policy)
+    )
 
 
 def validate_replay_turns(messages: Sequence[Any], policy: TranscriptPolicy) -> list[Any]:

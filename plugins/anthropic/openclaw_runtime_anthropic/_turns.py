@@ -137,7 +137,13 @@ def validate_anthropic_replay_turns(
     """
     if not handles_policy(policy):
         return None
-    validated = validate_anthropic_turns(
-        messages, merge_consecutive_user_turns=should_merge_consecutive_user_turns(policy)
-    )
+    memo = getattr(messages, "turn_memo", None)  # the attempt's (``transcript.turn_memo``)
+    if memo is not None:
+        # the same rule, reusing the previous request's answer inside a tool loop (else a
+        # pass over the whole history at every request: quadratic in the loop)
+        validated = memo(messages, policy, strict=True)  # ``validate_strict_replay_turns``
+    else:
+        validated = validate_anthropic_turns(
+            messages, merge_consecutive_user_turns=should_merge_consecutive_user_turns(policy)
+        )
     return drop_trailing_empty_assistant_turns(validated)
