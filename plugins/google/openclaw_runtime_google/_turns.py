@@ -51,9 +51,16 @@ def validate_google_replay_turns(
     """
     if not handles_policy(policy):
         return None
-    validated = validate_gemini_turns(messages)
-    if policy.validate_anthropic_turns:
-        validated = validate_strict_turns(
-            validated, merge_consecutive_user_turns=should_merge_consecutive_user_turns(policy)
-        )
+    memo = getattr(messages, "turn_memo", None)  # the attempt's (``transcript.turn_memo``)
+    if memo is not None and policy.validate_gemini_turns:
+        # the core's generic rule is these same two passes: reusing the previous request's
+        # answer inside a tool loop (else a pass over the whole history at every request)
+        validated = memo(messages, policy)
+    else:
+        validated = validate_gemini_turns(messages)
+        if policy.validate_anthropic_turns:
+            validated = validate_strict_turns(
+                validated,
+                merge_consecutive_user_turns=should_merge_consecutive_user_turns(policy),
+            )
     return sanitize_google_turn_ordering(validated)

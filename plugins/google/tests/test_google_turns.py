@@ -111,3 +111,37 @@ def test_hook_validate_replay_turns_answers_for_gemini_only(runtime_factory):
     assert [m["role"] for m in answer] == ["user", "assistant"]
     anthropic = resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6")
     assert runtime.hooks.validate_replay_turns(messages, anthropic)[1] != "google"
+
+
+def test_a_tool_loop_validates_through_the_attempts_memo(monkeypatch):
+    """Inside a run the history carries the attempt's memo: a tool loop's requests reuse
+    the previous answer instead of a pass over the whole history each, with the same
+    answers as without it."""
+    from openclaw_runtime.messages import ToolCall, ToolResultMessage
+    from openclaw_runtime.transcript import replay as replay_module
+    from openclaw_runtime.transcript.turn_memo import MemoizedTurns, TurnValidationMemo
+
+    policy = resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro")
+    requests = [[UserMessage(content="go")]]
+    for n in range(12):
+        call = ToolCall(id=f"call_{n}", name="read", arguments={"path": f"{n}.txt"})
+        result = ToolResultMessage(
+            tool_call_id=call.id, tool_name="read", content=[TextContent(text=f"file {n}")]
+        )
+        requests.append([*requests[-1], AssistantMessage(content=[call]), result])
+    expected = [validate_google_replay_turns(list(history), policy) for history in requests]
+
+    passes = []  # every pass that merges model turns, by the memo or not
+    real = replay_module.validate_turns_with_consecutive_merge
+
+    def counting(messages, role, merge):
+        passes.append(len(messages))
+        return real(messages, role, merge)
+
+    monkeypatch.setattr(replay_module, "validate_turns_with_consecutive_merge", counting)
+    memo = TurnValidationMemo()
+    got = [validate_google_replay_turns(MemoizedTurns(h, memo), policy) for h in requests]
+    assert [[m.model_dump() for m in answer] for answer in got] == [
+        [m.model_dump() for m in answer] for answer in expected
+    ]
+    assert passes == [1], passes  # the first request's only
