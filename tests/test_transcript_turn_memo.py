@@ -276,3 +276,105 @@ def test_a_turns_second_request_reuses_its_first(
         got = memo(second, policy, strict=strict)
         assert dumped(got) == dumped(VALIDATORS[strict](second, policy))
         assert full.calls == 1 + strict, strict  # the first request's, only
+
+
+def _copied(message: Any) -> Any:
+    """The same message as another object (the next attempt's model of it, a sanitizer's
+    copy)."""
+    return message.model_copy()
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_a_kept_open_sessions_next_turn_validates_only_what_is_new(
+    policy_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At an attempt's end the memo keeps the part made of the session's own messages; the
+    next turn resends it with the previous turn (as other objects) and a new prompt, and
+    only that is read."""
+    policy = POLICIES[policy_name]
+    loop = Loop(compacted=False)
+    loop.messages.extend([*loop.group(), loop.assistant(TextContent(text="done"), stop="stop")])
+    memo = TurnValidationMemo()
+    full = Counting(monkeypatch)
+    kept = list(loop.messages)  # the session's messages (a stable part: ends with an answer)
+    for turn in range(3):
+        prompt = UserMessage(content=f"turn {turn}", timestamp=loop.stamp())
+        attempt = [*kept, prompt]  # the attempt's own objects from the prompt on
+        for _ in range(3):
+            attempt += loop.group()
+            got = memo(attempt, policy)
+            assert dumped(got) == dumped(validate_replay_turns(attempt, policy)), turn
+        attempt.append(loop.assistant(TextContent(text=f"answer {turn}"), stop="stop"))
+        memo.keep_leading(kept)  # the attempt ends: the session's part is kept
+        kept = [*kept, *(_copied(m) for m in attempt[len(kept) :])]  # the session's models
+    assert full.calls == 1, full.calls  # the first request only
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(8))
+def test_random_requests_with_copies_and_kept_parts_validate_as_in_full(
+    policy_name: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests that resend the previous one, a copy of some of its last messages, a part
+    kept at an attempt's end, or any shape of the loop-tail table: the memo's answer is the
+    validator's every time."""
+    rng = random.Random(seed)
+    policy = POLICIES[policy_name]
+    names = sorted(SHAPES)
+    loop = Loop(compacted=False)
+    memo = TurnValidationMemo()
+    full = Counting(monkeypatch)
+    requests = 60
+    for _ in range(requests):
+        roll = rng.random()
+        if roll < 0.5:
+            loop.messages.extend(loop.group(text=rng.random() < 0.3))
+        elif roll < 0.6:
+            loop.messages.append(loop.assistant(TextContent(text="so"), stop="stop"))
+        elif roll < 0.7:
+            loop.messages.append(UserMessage(content="more", timestamp=loop.stamp()))
+        elif roll < 0.8:
+            loop.messages.extend(SHAPES[rng.choice(names)][0](loop))
+        elif roll < 0.9:
+            back = rng.randint(1, min(4, len(loop.messages)))
+            loop.messages[-back:] = [_copied(m) for m in loop.messages[-back:]]
+        else:
+            memo.keep_leading(loop.messages[: rng.randint(0, len(loop.messages))])
+        messages = list(loop.messages)
+        strict = rng.random() < 0.3
+        got = memo(messages, policy, strict=strict)
+        expected = VALIDATORS[strict](messages, policy)
+        assert dumped(got) == dumped(expected), seed
+    assert full.calls < requests * 3 // 4, full.calls  # reused along the way
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_a_part_is_kept_only_before_a_stable_cut(policy_name: str) -> None:
+    """A part kept at an attempt's end must end where what followed it changed nothing
+    before it: not between two results of one turn (the second answered one of its calls)."""
+    policy = POLICIES[policy_name]
+    loop = Loop(compacted=False)
+    one, two = loop.call(), loop.call()
+    loop.messages.extend([loop.assistant(one, two), loop.result(one), loop.result(two)])
+    memo = TurnValidationMemo()
+    memo(list(loop.messages), policy)
+    memo.keep_leading(loop.messages[:-1])  # the second result was not the session's
+    then = [*loop.messages[:-1], UserMessage(content="next", timestamp=loop.stamp())]
+    assert dumped(memo(then, policy)) == dumped(validate_replay_turns(then, policy))
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_no_cut_after_a_turn_whose_calls_wait(policy_name: str) -> None:
+    """A turn whose calls have no result yet may still be answered by what follows (a
+    user message carrying the result, for a turn that does not think): no cut after it."""
+    policy = POLICIES[policy_name]
+    loop = Loop(compacted=False)
+    call = loop.call()
+    loop.messages.append(loop.assistant(call))
+    memo = TurnValidationMemo()
+    memo(list(loop.messages), policy)
+    carried = {"type": "toolResult", "toolCallId": call.id, "content": "out"}
+    answer = UserMessage(content=[carried], timestamp=loop.stamp())  # type: ignore[list-item]
+    then = [*loop.messages, answer]
+    expected = validate_replay_turns(then, policy)
+    assert dumped(memo(then, policy)) == dumped(expected)

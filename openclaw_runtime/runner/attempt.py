@@ -66,7 +66,7 @@ from ..prompt.skills import skill_env_scope
 from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from ..transcript.memory import flush_is_noop
-from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
+from ..transcript.turn_memo import MemoizedTurns
 from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
@@ -75,6 +75,7 @@ from .projection_memo import (
     release_attempt_caches,
     session_converter,
     session_projection_memo,
+    session_turn_memo,
 )
 from .recovery import PostCompactionLoopGuard
 from .reply_payload import ToolMeta
@@ -720,8 +721,8 @@ class _Pipeline:
         self.run = spec.run  # the object, not a bound method held per attempt (``AttemptRun``)
         self.on_error = spec.on_sanitizer_error
         self.incremental = spec.session.replay_sanitizer
-        # the built-in validator's previous answer, for the next request of this attempt
-        self.turns = TurnValidationMemo()
+        # the validator's previous answer, for the session's next request (``turn_memo``)
+        self.turns = session_turn_memo(spec.session)
 
     def __call__(self, messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
         policy = self.policy

@@ -1,14 +1,16 @@
 """The per-request caches of an open session, shared by its attempts: projections, the
-running token sum, the converted messages.
+running token sum, the converted messages, the turn validation's previous answer.
 
 Every attempt installs a fresh context guard and a fresh loop, and before each request the
 guard projects every message of the history (a tool result is fingerprinted: a JSON dump and
 a hash), measures the tokens of the projected history (the mid-turn precheck) and the loop
 converts it for the provider. The history of a session kept open holds the same message
 objects from turn to turn, so what the previous request did for them can be reused; this keeps
-one :class:`~openclaw_runtime.context.guard.ProjectionMemo` (with its token sum) and one
-:class:`~openclaw_runtime.agent.convert.PrefixConverter` per session object for as long as the
-object lives, and a turn's first request on a long history does the work of what is new only.
+one :class:`~openclaw_runtime.context.guard.ProjectionMemo` (with its token sum), one
+:class:`~openclaw_runtime.agent.convert.PrefixConverter` and one
+:class:`~openclaw_runtime.transcript.turn_memo.TurnValidationMemo` per session object for as
+long as the object lives, and a turn's first request on a long history does the work of what
+is new only.
 
 At the end of an attempt, ``release_attempt_caches`` drops what the session's caches hold of
 the attempt's own messages (the kernel's objects): the next attempt starts from the session's
@@ -24,11 +26,18 @@ from typing import Any, TypeVar
 
 from ..agent.convert import PrefixConverter
 from ..context.guard import ProjectionMemo
+from ..transcript.turn_memo import TurnValidationMemo
 
-__all__ = ["release_attempt_caches", "session_converter", "session_projection_memo"]
+__all__ = [
+    "release_attempt_caches",
+    "session_converter",
+    "session_projection_memo",
+    "session_turn_memo",
+]
 
 _MEMOS: weakref.WeakKeyDictionary[Any, ProjectionMemo] = weakref.WeakKeyDictionary()
 _CONVERTERS: weakref.WeakKeyDictionary[Any, PrefixConverter] = weakref.WeakKeyDictionary()
+_TURNS: weakref.WeakKeyDictionary[Any, TurnValidationMemo] = weakref.WeakKeyDictionary()
 
 
 def session_projection_memo(session: Any) -> ProjectionMemo:
@@ -40,6 +49,12 @@ def session_converter(session: Any) -> PrefixConverter:
     """The ``convert_to_llm`` of ``session``'s attempts (a fresh, unshared one when the
     object cannot be weakly keyed)."""
     return _kept_for(session, _CONVERTERS, PrefixConverter)
+
+
+def session_turn_memo(session: Any) -> TurnValidationMemo:
+    """The turn validation memo of ``session``'s attempts (a fresh, unshared one when the
+    object cannot be weakly keyed)."""
+    return _kept_for(session, _TURNS, TurnValidationMemo)
 
 
 _T = TypeVar("_T")
@@ -73,8 +88,11 @@ def release_attempt_caches(session: Any, history: Sequence[Any]) -> None:
     try:
         memo = _MEMOS.get(session)
         converter = _CONVERTERS.get(session)
+        turns = _TURNS.get(session)
     except TypeError:  # not weakly referenceable, or not hashable: its caches were not kept
         return
+    if turns is not None:
+        turns.keep_leading(sanitizer.cached_outputs)
     if memo is not None:
         memo.keep_only(history, sanitizer.cached_outputs)
     if converter is not None:

@@ -7,8 +7,9 @@ loop of K calls cost O(K²). They reuse the previous request's work now, for the
 keep their thinking (``claude-opus-4-6``) and the older ones whose earlier turns' thinking
 is dropped (``claude-sonnet-4-5``). End to end over real HTTP (``AnthropicMessagesServer``):
 kept-open sessions of several tool-loop turns send exactly the requests they sent when every
-request ran the pipeline and the validation over the whole history, and no request ran
-either over more than the turn it belongs to. On asyncio and trio, memory and durable.
+request ran the pipeline and the validation over the whole history, no request ran the
+pipeline over more than two turns, and the validation ran over the whole history only while
+the session kept nothing of it. On asyncio and trio, memory and durable.
 """
 
 from __future__ import annotations
@@ -159,12 +160,14 @@ async def test_a_claude_tool_loop_does_no_whole_history_pass_per_request(
     ]
     keeps = model == "claude-opus-4-6"  # older models drop earlier turns' thinking
     assert len(thinking) == (TURNS * (CALLS + 1) - 1 if keeps else 1), len(thinking)
-    # passes only at a turn's first requests (not at each of its CALLS + 1), the pipeline's
+    # the pipeline runs only at a turn's first requests (not at each of its CALLS + 1), and
     # never over more than the previous turn and this one (a turn adds 2 * CALLS + 2)
     turn_size = 2 * CALLS + 2
     assert len(passes.pipeline) <= 2 * TURNS, passes.pipeline
-    assert len(passes.validated) <= 2 * TURNS, passes.validated
     assert max(passes.pipeline, default=0) <= 2 * turn_size, passes.pipeline
+    # the whole history is validated at the session's first request and at the second
+    # turn's first (nothing of the first turn is kept yet); never again
+    assert passes.validated == [1, turn_size + 1], passes.validated
 
     # the same turns with the whole history sanitized and validated at every request
     _whole_history_every_time(monkeypatch)
