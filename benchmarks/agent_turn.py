@@ -99,6 +99,23 @@ MODEL = {
     "contextWindow": 50_000_000,
     "maxTokens": 8_192,
 }
+#: ``--model``: the scripted model under the name and API of a real one, so a run takes that
+#: model's transcript policy (its sanitizer stages, its turn validation); the same answers.
+POLICY_MODELS = {
+    "bench": MODEL,  # an API with no transcript rules of its own
+    "openai-completions": {**MODEL, "id": "gpt-4o", "api": "openai-completions"},
+    # a Claude model that keeps its thinking, and an older one whose earlier turns' goes
+    "claude-opus-4-6": {**MODEL, "id": "claude-opus-4-6", "api": "anthropic-messages"},
+    "claude-sonnet-4-5": {**MODEL, "id": "claude-sonnet-4-5", "api": "anthropic-messages"},
+}
+
+
+def model_ref(name: str = "bench") -> str:
+    """The ``provider/id`` a run names the ``--model`` ``name`` by."""
+    config = POLICY_MODELS[name]
+    return f"{config['provider']}/{config['id']}"
+
+
 PROMPT = "What is the weather in Paris?"
 ANSWER_TEXT = "It is sunny in Paris, 21 °C."
 
@@ -138,12 +155,13 @@ async def read(path: str) -> str:
     return f"contents of {path}"
 
 
-def _assistant(*blocks: Any, stop: str) -> AssistantMessage:
+def _assistant(*blocks: Any, stop: str, model: str = "bench") -> AssistantMessage:
+    config = POLICY_MODELS[model]
     return AssistantMessage(
         content=list(blocks),
-        api=MODEL["api"],
-        provider=MODEL["provider"],
-        model=MODEL["id"],
+        api=config["api"],
+        provider=config["provider"],
+        model=config["id"],
         stop_reason=stop,
         usage=Usage(input=1_200, output=40, total_tokens=1_240),
     )
@@ -254,18 +272,30 @@ def ours_modes(mode: str) -> list[str]:
 
 
 def make_runtime(
-    state_dir: Path, stream_fn: Any, *, max_concurrent: int = 4, memory: bool = False
+    state_dir: Path,
+    stream_fn: Any,
+    *,
+    max_concurrent: int = 4,
+    memory: bool = False,
+    model: str = "bench",
 ) -> Runtime:
+    """A runtime whose models answer with ``stream_fn``: ``fake/m1`` and the ``--model``
+    ``model`` (``POLICY_MODELS``: its API is served by ``stream_fn`` too)."""
+    chosen = POLICY_MODELS[model]
+
     class BenchProvider:
         @hookimpl
         def register_providers(self, register: Any) -> None:
-            register("bench", stream_fn)
+            for api in dict.fromkeys((MODEL["api"], chosen["api"])):
+                register(api, stream_fn)
 
-    config = {
+    config: dict[str, Any] = {
         "state_dir": str(state_dir),
         "agent": {"max_concurrent": max_concurrent},
-        "models": [MODEL],
+        "models": list({config["id"]: config for config in (MODEL, chosen)}.values()),
     }
+    if chosen["api"] != MODEL["api"]:  # a built-in provider's API: the scripted one serves it
+        config["plugins"] = {"prefer": {chosen["api"]: "bench-provider"}}
     return Runtime(
         config,
         plugins=[("bench-provider", BenchProvider())],

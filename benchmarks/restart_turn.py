@@ -12,7 +12,7 @@ restarted process runs (up to 2026-12-05 the cold rows included that eviction: f
 N-message session, ≈ 30 ms at N = 10 000).
 Run it once per code version, alternating (``PYTHONPATH=<checkout>``), to compare versions:
 
-    .venv/bin/python benchmarks/restart_turn.py [--size 10000] [--rounds 9]
+    .venv/bin/python benchmarks/restart_turn.py [--size 10000] [--rounds 9] [--model …]
 """
 
 from __future__ import annotations
@@ -36,24 +36,24 @@ import agent_turn as at  # the harness's histories, runtimes and model
 from peers import require_peer
 
 
-async def measure(size: int, rounds: int) -> None:
+async def measure(size: int, rounds: int, model: str = "bench") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="restart-turn-"))
-    runtime = at.make_runtime(tmp / "p2", at.text_stream)
+    runtime = at.make_runtime(tmp / "p2", at.text_stream, model=model)
     runtime.max_open_sessions = 1
     history = at.make_history(size)
     copies = at.SessionCopies(runtime, history.wire, f"h{size}")
 
     async def ours(session_id: str) -> None:
         result = await runtime.run(
-            at.PROMPT, session_id=session_id, tools=[at.read], model="fake/m1"
+            at.PROMPT, session_id=session_id, tools=[at.read], model=at.model_ref(model)
         )
         assert result.ok and result.attempts == 1 and result.text == at.ANSWER_TEXT, result
 
     async def restarted() -> str:
         (session_id,) = copies.make(1)
-        previous = at.make_runtime(tmp / "p2", at.text_stream)
+        previous = at.make_runtime(tmp / "p2", at.text_stream, model=model)
         result = await previous.run(
-            at.PROMPT, session_id=session_id, tools=[at.read], model="fake/m1"
+            at.PROMPT, session_id=session_id, tools=[at.read], model=at.model_ref(model)
         )
         assert result.ok, result
         await previous.aclose()
@@ -95,7 +95,10 @@ async def measure(size: int, rounds: int) -> None:
             copies.clean()
     await runtime.aclose()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"N={size:,}, {rounds} rounds, load average {load}, python {sys.version.split()[0]}")
+    print(
+        f"N={size:,}, {rounds} rounds, model {model}, load average {load}, "
+        f"python {sys.version.split()[0]}"
+    )
     heads = f"{'wall':>10s} {'/ floor':>8s} {'CPU':>10s} {'/ floor':>8s} {'in GC':>9s}"
     print(f"  {'side':18s} {heads}")
     for name in sides:
@@ -111,9 +114,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--model",
+        choices=sorted(at.POLICY_MODELS),
+        default="bench",
+        help="the model's name and API: its transcript policy and turn validation",
+    )
     args = parser.parse_args()
     require_peer(parser, "pydantic_ai", "pydantic-ai (its histories are built for both sides)")
-    asyncio.run(measure(args.size, args.rounds))
+    asyncio.run(measure(args.size, args.rounds, args.model))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ load average. Compare code versions by running it once per version, alternating
 (``PYTHONPATH=<checkout>``).
 
 Run:  .venv/bin/python benchmarks/session_turns.py [--sessions 30] [--turns 40] [--calls 3]
-      [--ids unique|per-turn]
+      [--ids unique|per-turn] [--model bench|openai-completions|claude-…] [--thinking]
 """
 
 from __future__ import annotations
@@ -39,29 +39,44 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import agent_turn as at  # the harness's runtimes and model
-from tool_loop import (  # the same tool, the bare loop, the id schemes
+from tool_loop import (  # the same tool, the bare loop, the id schemes, the thought
     ID_SCHEMES,
     PROMPT,
+    SIGNATURE,
+    THOUGHT,
     calls_answered,
     kernel_floor,
     read,
 )
 
-from openclaw_runtime.messages import AssistantMessage, ToolCall, UserMessage
+from openclaw_runtime.messages import (
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserMessage,
+)
 
 
-def calling_stream(calls: int, ids: str = "unique") -> Any:
+def calling_stream(
+    calls: int, ids: str = "unique", model: str = "bench", thinking: bool = False
+) -> Any:
     """A stream function calling ``read`` ``calls`` times, then answering: a fresh id for
     every call (``ids="unique"``), or ``call_0`` every time (``"per-turn"``: numbered afresh in
-    every response, as some OpenAI-compatible servers do)."""
+    every response, as some OpenAI-compatible servers do); as the ``--model`` ``model``, with
+    a thinking block before every call and the answer (signed on the Anthropic API)."""
+    signed = at.POLICY_MODELS[model]["api"] == "anthropic-messages"
+    thought = ThinkingContent(thinking=THOUGHT, thinking_signature=SIGNATURE if signed else None)
+    before = [thought] if thinking else []
+    answer = at._assistant(*before, TextContent(text=at.ANSWER_TEXT), stop="stop", model=model)
 
-    def stream(model: Any, context: Any, options: Any) -> Any:
+    def stream(_model: Any, context: Any, options: Any) -> Any:
         done = calls_answered(context)
         if done < calls:
             call_id = f"call_{uuid.uuid4().hex[:16]}" if ids == "unique" else "call_0"
             call = ToolCall(id=call_id, name="read", arguments={"path": f"f{done}.txt"})
-            return at._done(at._assistant(call, stop="toolUse"))
-        return at._done(at.ANSWER)
+            return at._done(at._assistant(*before, call, stop="toolUse", model=model))
+        return at._done(answer)
 
     return stream
 
@@ -76,10 +91,10 @@ async def lose_a_result(runtime: Any, session_id: str, cwd: str) -> None:
 
 
 async def amain(args: argparse.Namespace) -> None:
-    stream = calling_stream(args.calls, args.ids)
-    floor_loop = kernel_floor()
+    stream = calling_stream(args.calls, args.ids, args.model, args.thinking)
+    floor_loop = kernel_floor(args.ids, args.thinking, args.model)
     with tempfile.TemporaryDirectory(prefix="session-turns-") as name:
-        runtime = at.make_runtime(Path(name), stream, memory=True)
+        runtime = at.make_runtime(Path(name), stream, memory=True, model=args.model)
         runtime.max_open_sessions = 4 * args.sessions
         cpu: dict[str, list[list[int]]] = {side: [] for side in ("clean", "lost", "floor")}
         for _ in range(args.sessions):
@@ -89,7 +104,7 @@ async def amain(args: argparse.Namespace) -> None:
                 for side in ("clean", "lost"):
                     start = time.process_time_ns()
                     result = await runtime.run(
-                        PROMPT, session_id=ids[side], tools=[read], model="fake/m1"
+                        PROMPT, session_id=ids[side], tools=[read], model=at.model_ref(args.model)
                     )
                     rows[side].append(time.process_time_ns() - start)
                     assert result.error is None, result.error
@@ -109,7 +124,8 @@ async def amain(args: argparse.Namespace) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"{args.sessions} kept-open memory sessions × {args.turns} turns, {args.calls} tool "
-        f"call(s) a turn (ids {args.ids}), interleaved; process CPU per turn, median; "
+        f"call(s) a turn (ids {args.ids}{', thinking' if args.thinking else ''}, model "
+        f"{args.model}), interleaved; process CPU per turn, median; "
         f"load average {load}"
     )
     last = args.turns
@@ -133,6 +149,17 @@ def main() -> None:
         choices=ID_SCHEMES,
         default="unique",
         help="the model's tool-call ids: a fresh one per call, or call_0 in every response",
+    )
+    parser.add_argument(
+        "--model",
+        choices=sorted(at.POLICY_MODELS),
+        default="bench",
+        help="the model's name and API: its transcript policy (Claude's thinking is signed)",
+    )
+    parser.add_argument(
+        "--thinking",
+        action="store_true",
+        help="a thinking block before every call and answer (a reasoning model)",
     )
     args = parser.parse_args()
     if args.turns < 9 or args.sessions < 1 or args.calls < 1:

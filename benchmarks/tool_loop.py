@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import itertools
 import os
 import platform
@@ -57,10 +58,11 @@ from typing import Any
 import anyio
 from agent_turn import (  # type: ignore[import-not-found]
     ANSWER,
-    MODEL,
+    POLICY_MODELS,
     _assistant,
     _done,
     make_runtime,
+    model_ref,
     ours_modes,
 )
 from peers import require_peer  # type: ignore[import-not-found]
@@ -94,22 +96,26 @@ def call_id(n: int, ids: str) -> str:
     return f"call_{n}" if ids == "unique" else "call_0"
 
 
-#: What a reasoning model says before each call (``--thinking``).
+#: What a reasoning model says before each call (``--thinking``), and the signature an
+#: Anthropic-API model (``--model claude-…``) gives it, as Claude signs its thinking.
 THOUGHT = "The next file may hold the answer; read it."
+SIGNATURE = "EqQBCkYIBxgCKkD3c2lnbmF0dXJlIG9mIHRoZSB0aG91Z2h0"
 
 
-def _calls(ids: str, thinking: bool) -> list[Any]:
+@functools.cache
+def calls_of(ids: str, thinking: bool, model: str = "bench") -> list[Any]:
+    """The run's assistant turns, one call each (made once per scheme and model)."""
+    signed = POLICY_MODELS[model]["api"] == "anthropic-messages"
+    thought = ThinkingContent(thinking=THOUGHT, thinking_signature=SIGNATURE if signed else None)
     return [
         _assistant(
-            *([ThinkingContent(thinking=THOUGHT)] if thinking else []),
+            *([thought.model_copy()] if thinking else []),
             ToolCall(id=call_id(n, ids), name="read", arguments={"path": f"f{n}.txt"}),
             stop="toolUse",
+            model=model,
         )
         for n in range(MAX_K)
     ]
-
-
-CALLS = {(ids, thinking): _calls(ids, thinking) for ids in ID_SCHEMES for thinking in (False, True)}
 
 
 def calls_answered(context: Context) -> int:
@@ -123,9 +129,9 @@ def calls_answered(context: Context) -> int:
     return done
 
 
-def loop_stream(k: int, ids: str = "unique", thinking: bool = False) -> Any:
+def loop_stream(k: int, ids: str = "unique", thinking: bool = False, model: str = "bench") -> Any:
     """A stream function calling ``read`` ``k`` times, then answering with text."""
-    calls = CALLS[(ids, thinking)]
+    calls = calls_of(ids, thinking, model)
 
     def stream(model: Model, context: Context, options: StreamOptions) -> Any:
         done = calls_answered(context)
@@ -166,10 +172,9 @@ def pydantic_ai_agent(k: int, ids: str = "unique", thinking: bool = False) -> An
     return agent
 
 
-def kernel_floor(ids: str = "unique", thinking: bool = False) -> Any:
+def kernel_floor(ids: str = "unique", thinking: bool = False, model: str = "bench") -> Any:
     """The bare kernel running the same loop: what a ``Runtime.run`` costs at least."""
-    model = Model(**MODEL)
-    config = AgentLoopConfig(model=model)
+    config = AgentLoopConfig(model=Model(**POLICY_MODELS[model]))
 
     async def ignore(event: AgentEvent) -> None:
         return None
@@ -177,7 +182,7 @@ def kernel_floor(ids: str = "unique", thinking: bool = False) -> Any:
     async def kernel(k: int) -> Any:
         context = AgentContext("", [], [read])
         prompt = UserMessage(content=PROMPT)
-        stream = loop_stream(k, ids, thinking)
+        stream = loop_stream(k, ids, thinking, model)
         return await run_agent_loop([prompt], context, config, ignore, stream_fn=stream)
 
     return kernel
@@ -254,7 +259,7 @@ def creation_cost(state_dir: Path) -> float:
     return total
 
 
-def floor_in_place(runtime: Any, turn_end: Any) -> Any:
+def floor_in_place(runtime: Any, turn_end: Any, model: str = "bench") -> Any:
     """A side running memory-mode ``runtime`` with ``turn_end`` done at every session flush
     (memory mode's own flush does nothing): the file floor paid inside a real run."""
     from openclaw_runtime.transcript.memory import MemorySession
@@ -267,7 +272,7 @@ def floor_in_place(runtime: Any, turn_end: Any) -> Any:
         MemorySession.flush = flush  # type: ignore[method-assign]
         try:
             return await runtime[k].run(
-                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+                PROMPT, session_id=uuid.uuid4().hex, tools=[read], model=model_ref(model)
             )
         finally:
             MemorySession.flush = plain  # type: ignore[method-assign]
@@ -282,8 +287,9 @@ async def amain(args: argparse.Namespace) -> None:
         runtimes = {
             (mode, k): make_runtime(
                 Path(name) / f"{mode}-k{k}",
-                loop_stream(k, args.ids, args.thinking),
+                loop_stream(k, args.ids, args.thinking, args.model),
                 memory=mode == "memory",
+                model=args.model,
             )
             for mode in modes
             for k in ks
@@ -293,7 +299,7 @@ async def amain(args: argparse.Namespace) -> None:
         def ours_in(mode: str) -> Any:
             async def ours(k: int) -> Any:
                 return await runtimes[(mode, k)].run(
-                    PROMPT, session_id=uuid.uuid4().hex, tools=[read], model="fake/m1"
+                    PROMPT, session_id=uuid.uuid4().hex, tools=[read], model=model_ref(args.model)
                 )
 
             return ours
@@ -305,7 +311,7 @@ async def amain(args: argparse.Namespace) -> None:
         async def theirs(k: int) -> Any:
             return await agents[k].run(PROMPT, usage_limits=limits)
 
-        kernel = kernel_floor(args.ids, args.thinking)
+        kernel = kernel_floor(args.ids, args.thinking, args.model)
         sides = [(f"ours {mode}", ours_in(mode)) for mode in modes]
         close_floor = None
         if "durable" in modes:  # the file floor, with lines the durable side writes
@@ -316,13 +322,14 @@ async def amain(args: argparse.Namespace) -> None:
                 in_place = {
                     k: make_runtime(
                         Path(name) / f"floor-k{k}",
-                        loop_stream(k, args.ids, args.thinking),
+                        loop_stream(k, args.ids, args.thinking, args.model),
                         memory=True,
+                        model=args.model,
                     )
                     for k in ks
                 }
                 runtimes.update({("floor", k): runtime for k, runtime in in_place.items()})
-                sides.append(("memory + floor", floor_in_place(in_place, turn_end)))
+                sides.append(("memory + floor", floor_in_place(in_place, turn_end, args.model)))
 
             async def floor(k: int) -> None:
                 for _ in range(k):
@@ -368,7 +375,8 @@ async def amain(args: argparse.Namespace) -> None:
         creation = creation_cost(Path(name) / f"durable-k{ks[0]}") if "durable" in modes else None
     load = os.getloadavg()
     print(
-        f"\nK tool calls per run (ids {args.ids}{', thinking' if args.thinking else ''}), "
+        f"\nK tool calls per run (ids {args.ids}{', thinking' if args.thinking else ''}, "
+        f"model {args.model}), "
         f"{args.rounds} interleaved rounds × "
         f"{args.batch} runs per side; "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
@@ -461,6 +469,12 @@ def main() -> None:
         "--thinking",
         action="store_true",
         help="every call comes after a thinking block (a reasoning model), on every side",
+    )
+    parser.add_argument(
+        "--model",
+        choices=sorted(POLICY_MODELS),
+        default="bench",
+        help="our side's model: its transcript policy (Claude's thinking is signed)",
     )
     args = parser.parse_args()
     require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
