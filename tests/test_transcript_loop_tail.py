@@ -43,6 +43,7 @@ from openclaw_runtime.transcript.sanitize import (
     BUILTIN_SANITIZERS,
     SanitizerSpec,
     earlier_thinking_dropped,
+    reasoning_dropped,
     signed_thinking_kept,
     thinking_untouched,
 )
@@ -78,6 +79,9 @@ SIGNED_KEPT = {"anthropic, signed replay"}
 #: The policies that drop every turn's thinking but the latest's (``earlier_thinking_dropped``:
 #: older Claude models).
 DROPPED = {"anthropic"}
+#: The policies that drop every turn's thinking but the current tool loop's first turn's
+#: (``reasoning_dropped``: OpenAI-compatible replay of a model not marked as reasoning).
+REASONING_DROPPED = {"completions"}
 
 SUMMARY_STAMP = 5_000
 
@@ -340,6 +344,7 @@ def test_a_tool_group_in_a_loop_sanitizes_as_in_full(
             policy_name in THINKING_KEPT
             or (policy_name in SIGNED_KEPT and shape_name in SIGNED_SHAPES)
             or (policy_name in DROPPED and shape_name in DROPPED_SHAPES)
+            or policy_name in REASONING_DROPPED  # any thinking: it goes (not the first turn)
         )
     clean = clean and not (compacted and shape_name in STALE)
     loop = Loop(compacted=compacted)
@@ -402,6 +407,10 @@ def test_clean_tail_of_each_shape(shape_name: str) -> None:
     later = [*tail, *loop.group()]
     dropped_later = clean_tail(_facts(later, policy), None, dropped=True)
     assert (dropped_later is not None) == (clean or shape_name in THINKS), shape_name
+    # where reasoning is dropped, every turn's thinking goes (but the loop's first, kept as
+    # it is): nothing is asked of the last turn
+    reasoning = clean_tail(_facts(tail, policy), None, dropped=True, last_kept=False)
+    assert (reasoning is not None) == (clean or shape_name in THINKS), shape_name
 
 
 def test_a_tail_must_be_whole_groups() -> None:
@@ -553,6 +562,7 @@ def _clean_tail_reference(
     kept_thinking: bool = False,
     known_ids: Any = None,
     dropped: bool = False,
+    last_kept: bool = True,
 ) -> Any:
     """``clean_tail`` before its shortcuts (no set made for one-call groups, the stamp check
     only with a stamp, the tail's ids only once a signed turn asks)."""
@@ -584,7 +594,8 @@ def _clean_tail_reference(
         index += len(calls) + 1
     if last < 0:
         return None
-    if dropped and not facts[last].clean and not _fresh_signed(facts[last], compaction_stamp):
+    latest = facts[last]
+    if dropped and last_kept and not latest.clean and not _fresh_signed(latest, compaction_stamp):
         return None
     return TailFacts(last)
 
@@ -625,9 +636,10 @@ def test_clean_tail_equals_its_reference(seed: int) -> None:
         thinking = rng.random() < 0.5
         known = rng.choice([None, None, frozenset(), frozenset({"a"}), frozenset({"b", "c"})])
         dropped = not thinking and known is None and rng.random() < 0.5  # one mode at a time
-        got = clean_tail(facts, stamp, thinking, known, dropped)
-        expected = _clean_tail_reference(facts, stamp, thinking, known, dropped)
-        assert got == expected, (facts, stamp, thinking, known, dropped)
+        last_kept = rng.random() < 0.5
+        got = clean_tail(facts, stamp, thinking, known, dropped, last_kept)
+        expected = _clean_tail_reference(facts, stamp, thinking, known, dropped, last_kept)
+        assert got == expected, (facts, stamp, thinking, known, dropped, last_kept)
         found += got is not None
     assert found > 100  # clean tails were among them
 
@@ -808,3 +820,43 @@ def test_which_policies_drop_earlier_thinking(policy: Any, dropped: bool) -> Non
     """``earlier_thinking_dropped``, read off the policy rules by hand: the Claude thinking
     drop, and neither the reasoning drop nor the signed-turn replay rule."""
     assert earlier_thinking_dropped(policy) is dropped
+
+
+@pytest.mark.parametrize(
+    ("policy", "dropped"),
+    [
+        # OpenAI-compatible replay of a model not marked as reasoning drops its reasoning
+        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), True),
+        (resolve_transcript_policy("openai-completions", "ollama", "qwen3:8b"), True),
+        # a model marked as reasoning, or one known to need its reasoning back, keeps it
+        (
+            resolve_transcript_policy(
+                "openai-completions", "openai", "gpt-4o", model_reasoning=True
+            ),
+            False,
+        ),
+        (resolve_transcript_policy("openai-completions", "moonshot", "kimi-k2.5"), False),
+        # other APIs do not drop reasoning
+        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), False),
+        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), False),
+        # the switches count: a signature stage forced on reads thinking too
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
+                enabled=frozenset({"thinking_signatures"}),
+            ),
+            False,
+        ),
+        (
+            dataclasses.replace(
+                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
+                enabled=frozenset({"drop_reasoning_from_history"}),
+            ),
+            True,
+        ),
+    ],
+)
+def test_which_policies_drop_reasoning(policy: Any, dropped: bool) -> None:
+    """``reasoning_dropped``, read off the policy rules by hand: the reasoning drop, and no
+    other stage or rule that reads thinking."""
+    assert reasoning_dropped(policy) is dropped

@@ -81,6 +81,7 @@ from .sanitize import (
     earlier_thinking_dropped,
     has_declared_types,
     is_plain_user_turn,
+    reasoning_dropped,
     run_transcript_sanitizers,
     signed_thinking_kept,
     thinking_untouched,
@@ -389,10 +390,11 @@ class _LoopCache:
     #: whether, short of that, the stages keep signed thinking (``sanitize.signed_thinking_kept``):
     #: a turn clean but for signed thinking blocks is clean then when its ids are new (``ids``)
     signed: bool = False
-    #: whether they drop the thinking of every turn but the latest
-    #: (``sanitize.earlier_thinking_dropped``): such a turn comes out without it unless it
-    #: ends the tail (``loop_tail``, "Dropped thinking")
+    #: whether they drop the thinking of every turn but one (``loop_tail``, "Dropped
+    #: thinking"): the latest's (``sanitize.earlier_thinking_dropped``) or, with
+    #: ``first_keeps``, the loop's first turn's (``sanitize.reasoning_dropped``)
     dropped: bool = False
+    first_keeps: bool = False
 
     def clean_tail_of(self, rest: Sequence[Any]) -> tuple[TailFacts, list[Any]] | None:
         """The shape of ``rest`` and what the pipeline makes of it, when it is a clean tail
@@ -421,12 +423,20 @@ class _LoopCache:
             outputs.append(hit[2])
         self.facts = known
         known_ids = self.ids if self.signed else None
-        tail = clean_tail(facts, self.compaction_stamp, self.thinking, known_ids, self.dropped)
+        last_kept = not self.first_keeps
+        stamp = self.compaction_stamp
+        tail = clean_tail(facts, stamp, self.thinking, known_ids, self.dropped, last_kept)
         if tail is None:
             return None
-        if self.dropped and facts[tail.last_group].thinking:
-            # the latest turn keeps its (signed) thinking: itself, not its copy
-            outputs[tail.last_group] = rest[tail.last_group]
+        if self.dropped:
+            # the one turn that keeps its thinking comes out as itself, not its copy: the
+            # latest (signed), or the loop's first when the tail starts with it
+            if last_kept:
+                keeper = tail.last_group
+            else:
+                keeper = 0 if self.boundary.index == self.boundary.user + 1 else -1
+            if keeper >= 0 and facts[keeper].thinking:
+                outputs[keeper] = rest[keeper]
         return tail, outputs
 
 
@@ -640,7 +650,7 @@ class IncrementalSanitizer:
         if strip is None:
             return
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
-        thinking, signed, dropped = _thinking_modes(key[0])
+        thinking, signed, dropped, first_keeps = _thinking_modes(key[0])
         self._loop = _LoopCache(
             key,
             found,
@@ -654,6 +664,7 @@ class IncrementalSanitizer:
             thinking=thinking,
             signed=signed,
             dropped=dropped,
+            first_keeps=first_keeps,
         )
 
     def _open_fresh_loop(self, key: tuple[Any, ...], messages: Sequence[Any]) -> _LoopCache | None:
@@ -666,7 +677,7 @@ class IncrementalSanitizer:
         if found is None or strip is None:
             return None
         allowed = normalize_allowed_names(key[0].allowed_tool_names)
-        thinking, signed, dropped = _thinking_modes(key[0])
+        thinking, signed, dropped, first_keeps = _thinking_modes(key[0])
         first = messages[0]
         self._loop = _LoopCache(
             key,
@@ -680,6 +691,7 @@ class IncrementalSanitizer:
             thinking=thinking,
             signed=signed,
             dropped=dropped,
+            first_keeps=first_keeps,
         )
         return self._loop
 
@@ -751,13 +763,15 @@ class IncrementalSanitizer:
         return True
 
 
-def _thinking_modes(policy: TranscriptPolicy) -> tuple[bool, bool, bool]:
+def _thinking_modes(policy: TranscriptPolicy) -> tuple[bool, bool, bool, bool]:
     """How a loop cache takes turns that think under ``policy``: ``thinking`` (no stage
     touches them), or short of that ``signed`` (signed ones are kept when their ids are
-    new), or ``dropped`` (their thinking goes unless they are the latest)."""
+    new), or ``dropped`` (their thinking goes but the latest's, or with ``first_keeps`` but
+    the loop's first turn's)."""
     untouched = thinking_untouched(policy)
     signed = not untouched and signed_thinking_kept(policy)
-    return untouched, signed, earlier_thinking_dropped(policy)
+    first_keeps = reasoning_dropped(policy)
+    return untouched, signed, earlier_thinking_dropped(policy) or first_keeps, first_keeps
 
 
 def _loop_start(messages: Sequence[Any], user: int) -> ToolLoopBoundary | None:

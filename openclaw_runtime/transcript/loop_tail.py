@@ -65,6 +65,11 @@ turn keeps its calls, so nothing is left empty), except the tail's last turn, th
 that one comes out as it is when its blocks are all signed and it is no older than the
 compaction, as above (else the tail is not clean). :func:`clean_tail` takes such turns when
 asked to (``dropped=True``); ids are free as for clean turns, no rule reads them.
+OpenAI-compatible replay of a model not marked as reasoning drops reasoning the other way
+round (``sanitize.reasoning_dropped``): every turn's thinking goes but that of the current
+tool turn's first assistant turn, and no stage reads signatures, so every turn of such a
+tail comes out as its copy without thinking except the loop's first, which comes out as it
+is (``last_kept=False``: nothing is asked of the last turn).
 
 **Ids named again.** Some providers number their calls afresh in every turn (``call_0``
 each time), so a tail's ids may repeat across its groups and name calls of the context.
@@ -355,6 +360,7 @@ def clean_tail(
     thinking: bool = False,
     known_ids: AbstractSet[str] | None = None,
     dropped: bool = False,
+    last_kept: bool = True,
 ) -> TailFacts | None:
     """The shape of ``facts`` when they form a clean tail (module docstring), else ``None``;
     ``thinking``: no stage touches thinking blocks, so a turn clean but for them counts;
@@ -362,8 +368,8 @@ def clean_tail(
     these are the call ids of everything before the tail, so a signed turn counts when its
     ids are new (module docstring, "Signed thinking"); ``dropped``: the stages drop the
     thinking of every turn but the latest (``sanitize.earlier_thinking_dropped``), so a turn
-    clean but for it counts, the tail's last one only when signed (module docstring,
-    "Dropped thinking")."""
+    clean but for it counts, the tail's last one only when signed unless ``last_kept`` is
+    false (module docstring, "Dropped thinking")."""
     index = 0
     last = -1
     count = len(facts)
@@ -403,6 +409,12 @@ def clean_tail(
         index += size + 1
     if last < 0:
         return None
-    if dropped and not facts[last].clean and not _signed_clean(facts[last], compaction_stamp):
+    last_head = facts[last]
+    if (
+        dropped
+        and last_kept
+        and not last_head.clean
+        and not _signed_clean(last_head, compaction_stamp)
+    ):
         return None  # the latest turn keeps its thinking: as it is only when signed and fresh
     return TailFacts(last)

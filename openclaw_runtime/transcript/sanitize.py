@@ -74,6 +74,7 @@ __all__ = [
     "has_declared_types",
     "is_plain_user_message",
     "is_plain_user_turn",
+    "reasoning_dropped",
     "run_transcript_sanitizers",
     "sanitize_session_history",
     "signed_thinking_kept",
@@ -160,6 +161,22 @@ def earlier_thinking_dropped(policy: TranscriptPolicy) -> bool:
         _drop_thinking_on(policy)
         and not _drop_reasoning_on(policy)
         and not (
+            policy.wants("tool_call_inputs", True)
+            and should_allow_provider_owned_thinking_replay(policy)
+        )
+    )
+
+
+def reasoning_dropped(policy: TranscriptPolicy) -> bool:
+    """Whether the stages remove the thinking of every assistant turn but the current tool
+    turn's first, and touch thinking no other way: the reasoning drop runs, no signature
+    stage, no Claude thinking drop, no signed-turn replay rule (OpenAI-compatible replay of a
+    model not marked as reasoning). A tool turn clean but for its thinking then comes out as
+    its copy without it, unless it opens the tool loop (``loop_tail``, "Dropped thinking")."""
+    return _drop_reasoning_on(policy) and not (
+        _thinking_signatures_on(policy)
+        or _drop_thinking_on(policy)
+        or (
             policy.wants("tool_call_inputs", True)
             and should_allow_provider_owned_thinking_replay(policy)
         )
