@@ -220,3 +220,50 @@ async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
     _full_pipeline_every_time(monkeypatch)
     server.reset()
     assert await turns(tmp_path / "fresh") == bodies
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_a_model_not_marked_reasoning_drops_its_thinking_without_whole_turn_passes(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    """A server that sends reasoning for a model the configuration does not mark as
+    reasoning: OpenAI-compatible replay drops every turn's thinking but the tool loop's first
+    turn's. Those turns were never clean, and each dropped turn came back as a copy, so every
+    request ran the pipeline over the whole turn (quadratic in the loop). Now only a turn's
+    first requests run it (over the previous turn and the prompt), and the requests are the
+    ones the full pipeline makes."""
+    seen = _pipeline_runs(monkeypatch)
+
+    async def turns(state_dir: Path) -> list[list[Any]]:
+        config = mock_openai_config(state_dir, server)
+        assert not config["models"][0].get("reasoning")
+        runtime = Runtime(config, load_entrypoints=False, memory=memory)
+        bodies: list[list[Any]] = []
+        try:
+            for turn in range(TURNS):
+                for n in range(CALLS):
+                    server.enqueue(
+                        Reply(reasoning=f"plan {n}", tool_calls=[("read", {"path": f"{n}.txt"})])
+                    )
+                server.enqueue(Reply(reasoning="so", text=f"answer {turn}"))
+                start = len(server.requests)
+                result = await runtime.run(f"read them {turn}", session_id="kept", tools=[read])
+                assert result.ok, result.error
+                bodies.append([request.body for request in server.requests[start:]])
+        finally:
+            await runtime.aclose()
+        return bodies
+
+    bodies = await turns(tmp_path / "kept")
+    turn_size = 2 * CALLS + 2
+    assert len(seen) <= 2 * TURNS and max(seen, default=0) <= 2 * turn_size, seen
+    # the loop's first call keeps its reasoning on replay, the later ones do not
+    last = bodies[-1][-1]["messages"]
+    replayed = [m for m in last if m["role"] == "assistant" and m.get("reasoning_content")]
+    assert len(replayed) <= 1, replayed
+    _full_pipeline_every_time(monkeypatch)
+    server.reset()
+    assert await turns(tmp_path / "fresh") == bodies
