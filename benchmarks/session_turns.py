@@ -42,20 +42,13 @@ import agent_turn as at  # the harness's runtimes and model
 from tool_loop import (  # the same tool, the bare loop, the id schemes, the thought
     ID_SCHEMES,
     PROMPT,
-    SIGNATURE,
-    THOUGHT,
     calls_answered,
     kernel_floor,
     read,
+    thought_of,
 )
 
-from openclaw_runtime.messages import (
-    AssistantMessage,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    UserMessage,
-)
+from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall, UserMessage
 
 
 def calling_stream(
@@ -64,10 +57,8 @@ def calling_stream(
     """A stream function calling ``read`` ``calls`` times, then answering: a fresh id for
     every call (``ids="unique"``), or ``call_0`` every time (``"per-turn"``: numbered afresh in
     every response, as some OpenAI-compatible servers do); as the ``--model`` ``model``, with
-    a thinking block before every call and the answer (signed on the Anthropic API)."""
-    signed = at.POLICY_MODELS[model]["api"] == "anthropic-messages"
-    thought = ThinkingContent(thinking=THOUGHT, thinking_signature=SIGNATURE if signed else None)
-    before = [thought] if thinking else []
+    a thinking block before every call and the answer (``tool_loop.thought_of``)."""
+    before = [thought_of(model)] if thinking else []
     answer = at._assistant(*before, TextContent(text=at.ANSWER_TEXT), stop="stop", model=model)
 
     def stream(_model: Any, context: Any, options: Any) -> Any:

@@ -96,17 +96,26 @@ def call_id(n: int, ids: str) -> str:
     return f"call_{n}" if ids == "unique" else "call_0"
 
 
-#: What a reasoning model says before each call (``--thinking``), and the signature an
-#: Anthropic-API model (``--model claude-…``) gives it, as Claude signs its thinking.
+#: What a reasoning model says before each call (``--thinking``).
 THOUGHT = "The next file may hold the answer; read it."
+#: The signature an Anthropic-API model (``--model claude-…``) gives it, as Claude signs its
+#: thinking; elsewhere the field the reasoning came in, as the OpenAI-compatible provider
+#: records it.
 SIGNATURE = "EqQBCkYIBxgCKkD3c2lnbmF0dXJlIG9mIHRoZSB0aG91Z2h0"
+
+
+def thought_of(model: str) -> ThinkingContent:
+    """The thinking block ``model`` (a ``--model`` name) says before each call."""
+    signed = POLICY_MODELS[model]["api"] == "anthropic-messages"
+    return ThinkingContent(
+        thinking=THOUGHT, thinking_signature=SIGNATURE if signed else "reasoning_content"
+    )
 
 
 @functools.cache
 def calls_of(ids: str, thinking: bool, model: str = "bench") -> list[Any]:
     """The run's assistant turns, one call each (made once per scheme and model)."""
-    signed = POLICY_MODELS[model]["api"] == "anthropic-messages"
-    thought = ThinkingContent(thinking=THOUGHT, thinking_signature=SIGNATURE if signed else None)
+    thought = thought_of(model)
     return [
         _assistant(
             *([thought.model_copy()] if thinking else []),
