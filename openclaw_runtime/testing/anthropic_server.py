@@ -79,81 +79,10 @@ def _frame(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
 
 
-def _answer_stream(number: int, model: str) -> bytes:
-    usage = {"input_tokens": 20, "output_tokens": 1}
+def _message(message_id: str, model: str, blocks: list[bytes], stop: str, output: int) -> bytes:
+    """A whole Messages API stream: its start, the ``blocks``' frames, its end."""
     start: dict[str, Any] = {
-        "id": f"msg_{number:04d}",
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "model": model,
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    frames = [
-        _frame("message_start", {"type": "message_start", "message": start}),
-        _frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "thinking", "thinking": ""},
-            },
-        ),
-        _frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "thinking_delta", "thinking": f"reasoning {number}"},
-            },
-        ),
-        _frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "signature_delta", "signature": f"sig-{number}"},
-            },
-        ),
-        _frame("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 1,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        _frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 1,
-                "delta": {"type": "text_delta", "text": f"answer {number}"},
-            },
-        ),
-        _frame("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        _frame(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 12},
-            },
-        ),
-        _frame("message_stop", {"type": "message_stop"}),
-    ]
-    return b"".join(frames)
-
-
-def _tool_use_stream(
-    number: int, model: str, name: str, arguments: dict[str, Any], thinking: bool
-) -> bytes:
-    """The SSE frames of an answer that thinks (optionally) and calls one tool."""
-    start: dict[str, Any] = {
-        "id": f"msg_tool_{number:04d}",
+        "id": message_id,
         "type": "message",
         "role": "assistant",
         "content": [],
@@ -162,41 +91,59 @@ def _tool_use_stream(
         "stop_sequence": None,
         "usage": {"input_tokens": 20, "output_tokens": 1},
     }
-    frames = [_frame("message_start", {"type": "message_start", "message": start})]
-    index = 0
-    if thinking:
-        block = {"type": "thinking", "thinking": ""}
-        deltas = [
-            {"type": "thinking_delta", "thinking": f"which tool {number}"},
-            {"type": "signature_delta", "signature": f"sig-tool-{number}"},
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": None},
+        "usage": {"output_tokens": output},
+    }
+    return b"".join(
+        [
+            _frame("message_start", {"type": "message_start", "message": start}),
+            *blocks,
+            _frame("message_delta", end),
+            _frame("message_stop", {"type": "message_stop"}),
         ]
-        frames += _block_frames(index, block, deltas)
-        index += 1
-    call = {"type": "tool_use", "id": f"toolu_{number:04d}", "name": name, "input": {}}
-    json_delta = {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}
-    frames += _block_frames(index, call, [json_delta])
-    frames += [
-        _frame(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 9},
-            },
-        ),
-        _frame("message_stop", {"type": "message_stop"}),
-    ]
+    )
+
+
+def _block(index: int, block: dict[str, Any], *deltas: dict[str, Any]) -> bytes:
+    """One content block's frames: its start, its deltas, its stop."""
+    start = {"type": "content_block_start", "index": index, "content_block": block}
+    frames = [_frame("content_block_start", start)]
+    for delta in deltas:
+        body = {"type": "content_block_delta", "index": index, "delta": delta}
+        frames.append(_frame("content_block_delta", body))
+    frames.append(_frame("content_block_stop", {"type": "content_block_stop", "index": index}))
     return b"".join(frames)
 
 
-def _block_frames(index: int, block: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
-    start = {"type": "content_block_start", "index": index, "content_block": block}
-    middle = [
-        _frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-        for d in deltas
+def _thought(index: int, text: str, signature: str) -> bytes:
+    return _block(
+        index,
+        {"type": "thinking", "thinking": ""},
+        {"type": "thinking_delta", "thinking": text},
+        {"type": "signature_delta", "signature": signature},
+    )
+
+
+def _answer_stream(number: int, model: str) -> bytes:
+    """Answer ``number``: signed thinking, then text."""
+    blocks = [
+        _thought(0, f"reasoning {number}", f"sig-{number}"),
+        _block(1, {"type": "text", "text": ""}, {"type": "text_delta", "text": f"answer {number}"}),
     ]
-    stop = _frame("content_block_stop", {"type": "content_block_stop", "index": index})
-    return [_frame("content_block_start", start), *middle, stop]
+    return _message(f"msg_{number:04d}", model, blocks, "end_turn", 12)
+
+
+def _tool_use_stream(
+    number: int, model: str, name: str, arguments: dict[str, Any], thinking: bool
+) -> bytes:
+    """Tool call ``number``: signed thinking (optionally), then one ``tool_use`` block."""
+    blocks = [_thought(0, f"which tool {number}", f"sig-tool-{number}")] if thinking else []
+    call = {"type": "tool_use", "id": f"toolu_{number:04d}", "name": name, "input": {}}
+    json = {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}
+    blocks.append(_block(len(blocks), call, json))
+    return _message(f"msg_tool_{number:04d}", model, blocks, "tool_use", 9)
 
 
 class AnthropicMessagesServer(LocalHTTPServer):
