@@ -692,171 +692,147 @@ def test_a_loops_results_keep_their_details_unless_the_details_stage_runs(
     assert incremental._loop is not None  # the loop cache was used
 
 
-@pytest.mark.parametrize(
-    ("policy", "untouched"),
-    [
-        # OpenAI-compatible replay drops reasoning from history, unless the model reasons
-        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
-        (
-            resolve_transcript_policy(
-                "openai-completions", "openai", "gpt-4o", model_reasoning=True
-            ),
-            True,
-        ),
-        (resolve_transcript_policy("openai-completions", "moonshot", "kimi-k2.5"), True),
-        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), True),
-        # signed thinking: the signature stage and the signed-turn replay rule read it
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), False),
-        (
-            resolve_transcript_policy(
-                "bedrock-converse-stream", "amazon-bedrock", "anthropic.claude-3"
-            ),
-            False,
-        ),
-        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), True),
-        # the switches count: a stage forced on or off
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
-                disabled=frozenset({"drop_reasoning_from_history"}),
-            ),
-            True,
-        ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
-                enabled=frozenset({"thinking_signatures"}),
-            ),
-            False,
-        ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
-                enabled=frozenset({"drop_thinking_blocks"}),
-            ),
-            False,
-        ),
-    ],
-)
-def test_which_policies_leave_thinking_blocks_alone(policy: Any, untouched: bool) -> None:
-    """``thinking_untouched``, read off the policy rules by hand (the table tests above hold
-    the stages' output against the full pipeline under it)."""
-    assert thinking_untouched(policy) is untouched
+def _policy(api: str, provider: str, model: str, **switches: Any) -> Any:
+    """A resolved policy, with ``reasoning`` (the model is marked as reasoning) and stage
+    switches (``enabled``/``disabled`` names) applied."""
+    reasoning = switches.pop("reasoning", None)
+    policy = resolve_transcript_policy(api, provider, model, model_reasoning=reasoning)
+    sets = {key: frozenset(names) for key, names in switches.items()}
+    return dataclasses.replace(policy, **sets) if sets else policy
 
 
-@pytest.mark.parametrize(
-    ("policy", "kept"),
-    [
-        # Claude models that keep their thinking: the signature stage and the replay rule run
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"), True),
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-6"), True),
-        # older Claude models drop their earlier turns' thinking blocks
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), False),
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), False),
-        # OpenAI-compatible replay of a model that does not reason drops reasoning
-        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
-        # wherever no stage touches thinking at all
-        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), True),
-        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), True),
-        # the switches count
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
-                enabled=frozenset({"drop_reasoning_from_history"}),
-            ),
-            False,
+#: policy → (thinking_untouched, signed_thinking_kept, earlier_thinking_dropped,
+#: reasoning_dropped), read off the policy rules by hand: which stages and rules read or
+#: change thinking blocks under it (the table tests above hold the stages' output against the
+#: full pipeline under each mode).
+THINKING_MODES: dict[str, tuple[Any, tuple[bool, bool, bool, bool]]] = {
+    # OpenAI-compatible replay drops reasoning from history unless the model reasons
+    "gpt-4o": (_policy("openai-completions", "openai", "gpt-4o"), (False, False, False, True)),
+    "qwen3 on ollama": (
+        _policy("openai-completions", "ollama", "qwen3:8b"),
+        (False, False, False, True),
+    ),
+    "gpt-4o, reasoning": (
+        _policy("openai-completions", "openai", "gpt-4o", reasoning=True),
+        (True, True, False, False),
+    ),
+    # a model known to need its reasoning back
+    "kimi-k2.5": (
+        _policy("openai-completions", "moonshot", "kimi-k2.5"),
+        (True, True, False, False),
+    ),
+    "gpt-5, responses": (
+        _policy("openai-responses", "openai", "gpt-5"),
+        (True, True, False, False),
+    ),
+    "gemini": (
+        _policy("google-generative-ai", "google", "gemini-2.5-pro"),
+        (True, True, False, False),
+    ),
+    # Claude models that keep their thinking: the signature stage and the replay rule run
+    "claude-opus-4-6": (
+        _policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
+        (False, True, False, False),
+    ),
+    "claude-sonnet-4-6": (
+        _policy("anthropic-messages", "anthropic", "claude-sonnet-4-6"),
+        (False, True, False, False),
+    ),
+    # older ones drop their earlier turns' thinking
+    "claude-sonnet-4-5": (
+        _policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
+        (False, False, True, False),
+    ),
+    "claude-sonnet-4": (
+        _policy("anthropic-messages", "anthropic", "claude-sonnet-4"),
+        (False, False, True, False),
+    ),
+    "claude-3 on bedrock": (
+        _policy("bedrock-converse-stream", "amazon-bedrock", "anthropic.claude-3"),
+        (False, False, True, False),
+    ),
+    # the switches count: a stage forced on or off
+    "gpt-4o, reasoning drop off": (
+        _policy("openai-completions", "openai", "gpt-4o", disabled={"drop_reasoning_from_history"}),
+        (True, True, False, False),
+    ),
+    "gpt-4o, signature stage on": (
+        _policy("openai-completions", "openai", "gpt-4o", enabled={"thinking_signatures"}),
+        (False, False, False, False),
+    ),
+    "gemini, signature stage on": (
+        _policy(
+            "google-generative-ai", "google", "gemini-2.5-pro", enabled={"thinking_signatures"}
         ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"),
-                disabled=frozenset({"drop_thinking_blocks"}),
-            ),
-            True,
+        (False, True, False, False),
+    ),
+    "gemini, thinking drop on": (
+        _policy(
+            "google-generative-ai", "google", "gemini-2.5-pro", enabled={"drop_thinking_blocks"}
         ),
-    ],
-)
-def test_which_policies_keep_signed_thinking(policy: Any, kept: bool) -> None:
-    """``signed_thinking_kept``, read off the policy rules by hand: neither reasoning drop."""
-    assert signed_thinking_kept(policy) is kept
+        (False, False, True, False),
+    ),
+    "gemini, reasoning drop on": (
+        _policy(
+            "google-generative-ai",
+            "google",
+            "gemini-2.5-pro",
+            enabled={"drop_reasoning_from_history"},
+        ),
+        (False, False, False, True),
+    ),
+    "claude-opus-4-6, reasoning drop on": (
+        _policy(
+            "anthropic-messages",
+            "anthropic",
+            "claude-opus-4-6",
+            enabled={"drop_reasoning_from_history"},
+        ),
+        (False, False, False, False),
+    ),
+    # the drop forced on where the signed-turn replay rule still runs: neither mode
+    "claude-opus-4-6, thinking drop on": (
+        _policy(
+            "anthropic-messages", "anthropic", "claude-opus-4-6", enabled={"drop_thinking_blocks"}
+        ),
+        (False, False, False, False),
+    ),
+    "claude-opus-4-6, thinking drop on, no tool-call stage": (
+        _policy(
+            "anthropic-messages",
+            "anthropic",
+            "claude-opus-4-6",
+            enabled={"drop_thinking_blocks"},
+            disabled={"tool_call_inputs"},
+        ),
+        (False, False, True, False),
+    ),
+    "claude-sonnet-4, thinking drop off": (
+        _policy(
+            "anthropic-messages", "anthropic", "claude-sonnet-4", disabled={"drop_thinking_blocks"}
+        ),
+        (False, True, False, False),
+    ),
+    "claude-sonnet-4, reasoning drop on": (
+        _policy(
+            "anthropic-messages",
+            "anthropic",
+            "claude-sonnet-4",
+            enabled={"drop_reasoning_from_history"},
+        ),
+        (False, False, False, False),
+    ),
+}
 
 
-@pytest.mark.parametrize(
-    ("policy", "dropped"),
-    [
-        # older Claude models drop their earlier turns' thinking, and run no replay rule
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), True),
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"), True),
-        # newer ones keep it
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"), False),
-        # OpenAI-compatible replay drops reasoning the other way (the current tool turn keeps it)
-        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), False),
-        (resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"), False),
-        # the switches count: the drop forced on where the signed-turn replay rule runs
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
-                enabled=frozenset({"drop_thinking_blocks"}),
-            ),
-            False,
-        ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-opus-4-6"),
-                enabled=frozenset({"drop_thinking_blocks"}),
-                disabled=frozenset({"tool_call_inputs"}),
-            ),
-            True,
-        ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4"),
-                enabled=frozenset({"drop_reasoning_from_history"}),
-            ),
-            False,
-        ),
-    ],
-)
-def test_which_policies_drop_earlier_thinking(policy: Any, dropped: bool) -> None:
-    """``earlier_thinking_dropped``, read off the policy rules by hand: the Claude thinking
-    drop, and neither the reasoning drop nor the signed-turn replay rule."""
-    assert earlier_thinking_dropped(policy) is dropped
-
-
-@pytest.mark.parametrize(
-    ("policy", "dropped"),
-    [
-        # OpenAI-compatible replay of a model not marked as reasoning drops its reasoning
-        (resolve_transcript_policy("openai-completions", "openai", "gpt-4o"), True),
-        (resolve_transcript_policy("openai-completions", "ollama", "qwen3:8b"), True),
-        # a model marked as reasoning, or one known to need its reasoning back, keeps it
-        (
-            resolve_transcript_policy(
-                "openai-completions", "openai", "gpt-4o", model_reasoning=True
-            ),
-            False,
-        ),
-        (resolve_transcript_policy("openai-completions", "moonshot", "kimi-k2.5"), False),
-        # other APIs do not drop reasoning
-        (resolve_transcript_policy("anthropic-messages", "anthropic", "claude-sonnet-4-5"), False),
-        (resolve_transcript_policy("openai-responses", "openai", "gpt-5"), False),
-        # the switches count: a signature stage forced on reads thinking too
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("openai-completions", "openai", "gpt-4o"),
-                enabled=frozenset({"thinking_signatures"}),
-            ),
-            False,
-        ),
-        (
-            dataclasses.replace(
-                resolve_transcript_policy("google-generative-ai", "google", "gemini-2.5-pro"),
-                enabled=frozenset({"drop_reasoning_from_history"}),
-            ),
-            True,
-        ),
-    ],
-)
-def test_which_policies_drop_reasoning(policy: Any, dropped: bool) -> None:
-    """``reasoning_dropped``, read off the policy rules by hand: the reasoning drop, and no
-    other stage or rule that reads thinking."""
-    assert reasoning_dropped(policy) is dropped
+@pytest.mark.parametrize("name", sorted(THINKING_MODES))
+def test_which_policies_touch_thinking_how(name: str) -> None:
+    """The four predicates the loop cache picks its thinking mode from."""
+    policy, expected = THINKING_MODES[name]
+    got = (
+        thinking_untouched(policy),
+        signed_thinking_kept(policy),
+        earlier_thinking_dropped(policy),
+        reasoning_dropped(policy),
+    )
+    assert got == expected, name
