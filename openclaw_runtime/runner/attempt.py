@@ -66,7 +66,7 @@ from ..prompt.skills import skill_env_scope
 from ..reply import with_reply_tag_splitting
 from ..transcript import TranscriptPolicy
 from ..transcript.memory import flush_is_noop
-from ..transcript.turn_memo import MemoizedTurns
+from ..transcript.turn_memo import MemoizedTurns, TurnValidationMemo
 from .attempt_input import AttemptInputPlan
 from .attempt_timer import arm_attempt_timer, timer_needs_task_group
 from .failure_signal import ToolErrorSummary
@@ -712,7 +712,16 @@ class _Pipeline:
     A small object rather than a closure: what it reads is kept in slots, not in cells.
     """
 
-    __slots__ = ("incremental", "on_error", "policy", "run", "sanitizers", "turns", "validate")
+    __slots__ = (
+        "incremental",
+        "on_error",
+        "policy",
+        "run",
+        "sanitizers",
+        "session",
+        "turns",
+        "validate",
+    )
 
     def __init__(self, spec: AttemptSpec) -> None:
         self.policy = spec.policy
@@ -721,13 +730,18 @@ class _Pipeline:
         self.run = spec.run  # the object, not a bound method held per attempt (``AttemptRun``)
         self.on_error = spec.on_sanitizer_error
         self.incremental = spec.session.replay_sanitizer
-        # the validator's previous answer, for the session's next request (``turn_memo``)
-        self.turns = session_turn_memo(spec.session)
+        self.session = spec.session
+        # the validator's previous answer, for the session's next request (``turn_memo``):
+        # looked up at the first request that validates (a policy may validate nothing)
+        self.turns: TurnValidationMemo | None = None
 
     def __call__(self, messages: list[Any], _signal: AbortSignal | None) -> list[Any]:
         policy = self.policy
         sanitized = self.incremental.run(messages, policy, self.sanitizers, on_error=self.on_error)
         if self.run.turns_abstain(policy):
             return sanitized  # what a ``None`` answer gives, without the hook call
-        validated = self.validate(MemoizedTurns(sanitized, self.turns), policy)
+        turns = self.turns
+        if turns is None:
+            turns = self.turns = session_turn_memo(self.session)
+        validated = self.validate(MemoizedTurns(sanitized, turns), policy)
         return sanitized if validated is None else validated
