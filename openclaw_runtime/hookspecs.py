@@ -325,11 +325,11 @@ def validate_replay_turns(
     Called once per model call, after the sanitizers.
 
     :param messages: the sanitized history (do not mutate; return a new list). Inside a run
-        it is a ``list`` subclass that also carries the attempt's memo
+        it is a ``list`` subclass that also carries the session's memo
         (``transcript.turn_memo.MemoizedTurns``); use it as any list. A plugin whose rule is
         the strict one (``transcript.validate_strict_replay_turns``) answers with
-        ``messages.turn_memo(messages, policy, strict=True)``: the same
-        answer, without a pass over the whole history at every request of a tool loop.
+        ``messages.turn_memo(messages, policy, strict=True)``: the same answer, reading
+        only what changed since the session's previous request.
     :param policy: the transcript policy of the target model.
     :returns: the validated history, or ``None`` when the plugin does not handle this
         provider.

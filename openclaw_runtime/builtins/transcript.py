@@ -37,7 +37,7 @@ def validate_replay_turns(messages: list[Any], policy: TranscriptPolicy) -> list
     """
     if not (policy.validate_gemini_turns or policy.validate_anthropic_turns):
         return None
-    memo = getattr(messages, "turn_memo", None)  # an attempt's memo (transcript.turn_memo)
+    memo = getattr(messages, "turn_memo", None)  # the session's memo (transcript.turn_memo)
     if memo is not None:
         return memo(messages, policy)
     from ..transcript.replay import validate_replay_turns as generic  # lazy: start-up time

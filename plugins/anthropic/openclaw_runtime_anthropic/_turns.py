@@ -137,7 +137,7 @@ def validate_anthropic_replay_turns(
     """
     if not handles_policy(policy):
         return None
-    memo = getattr(messages, "turn_memo", None)  # the attempt's (``transcript.turn_memo``)
+    memo = getattr(messages, "turn_memo", None)  # the session's (``transcript.turn_memo``)
     if memo is not None:
         # the same rule, reusing the previous request's answer inside a tool loop (else a
         # pass over the whole history at every request: quadratic in the loop)

@@ -51,7 +51,7 @@ def validate_google_replay_turns(
     """
     if not handles_policy(policy):
         return None
-    memo = getattr(messages, "turn_memo", None)  # the attempt's (``transcript.turn_memo``)
+    memo = getattr(messages, "turn_memo", None)  # the session's (``transcript.turn_memo``)
     if memo is not None and policy.validate_gemini_turns:
         # the core's generic rule is these same two passes: reusing the previous request's
         # answer inside a tool loop (else a pass over the whole history at every request)

@@ -114,7 +114,7 @@ def test_hook_validate_replay_turns_answers_for_gemini_only(runtime_factory):
 
 
 def test_a_tool_loop_validates_through_the_attempts_memo(monkeypatch):
-    """Inside a run the history carries the attempt's memo: a tool loop's requests reuse
+    """Inside a run the history carries the session's memo: a tool loop's requests reuse
     the previous answer instead of a pass over the whole history each, with the same
     answers as without it."""
     from openclaw_runtime.messages import ToolCall, ToolResultMessage
