@@ -76,7 +76,7 @@ class TurnValidationMemo:
     ) -> list[Any]:
         """``validate_replay_turns(messages, policy)``, or with ``strict``
         ``validate_strict_replay_turns(messages, policy)``."""
-        if strict is not self._strict:
+        if strict != self._strict:
             self._inputs, self._strict = (), strict  # the other validator's answers
         seen = self._inputs
         if seen and (policy is self._policy or policy == self._policy):
@@ -178,7 +178,8 @@ def _names_answered(groups: Sequence[Any], facts: Sequence[MessageFacts]) -> boo
 
 class MemoizedTurns(list[Any]):
     """A history on its way to the ``validate_replay_turns`` hook, carrying the memo of the
-    attempt it belongs to (the built-in validator uses it; to anyone else it is a list)."""
+    session it belongs to (the built-in validator and the plugins whose rule is the core's
+    use it; to anyone else it is a list)."""
 
     __slots__ = ("turn_memo",)
 
