@@ -214,8 +214,8 @@ def sanitized(message: Any, facts: MessageFacts, strip_details: bool) -> Any:
 
 
 def without_thinking(message: Any) -> Any:
-    """What the Claude thinking drop makes of a turn clean but for its thinking that is not
-    the latest (module docstring, "Dropped thinking"): its copy without the blocks."""
+    """What a thinking drop makes of a turn clean but for its thinking that does not keep
+    it (module docstring, "Dropped thinking"): its copy without the blocks."""
     return strip_thinking_blocks_from_message(message)
 
 
