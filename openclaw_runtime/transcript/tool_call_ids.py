@@ -31,6 +31,7 @@ __all__ = [
     "STRICT9_TOOL_CALL_ID_CHARS",
     "STRICT_TOOL_CALL_ID_MAX_CHARS",
     "ToolCallIdMode",
+    "is_valid_tool_call_id",
     "normalize_tool_call_id",
     "normalize_tool_call_ids",
     "tool_call_id_mode",
@@ -132,6 +133,12 @@ def normalize_tool_call_id(raw: str, mode: ToolCallIdMode) -> str:
     if mode in ("strict", "anthropic"):
         return _strict_id(raw)
     return _openai_id(raw)
+
+
+def is_valid_tool_call_id(candidate: str, mode: ToolCallIdMode) -> bool:
+    """Whether ``normalize_tool_call_ids`` keeps ``candidate`` as it is, the first time it
+    sees it and when no earlier call took it."""
+    return _is_valid(candidate, mode)
 
 
 def _is_valid(candidate: str, mode: ToolCallIdMode) -> bool:

@@ -31,6 +31,7 @@ from openclaw_runtime.messages import (
 )
 from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
+from ._body_memo import ParamsMemo
 from ._replay import (
     active_tool_turn_index,
     prepare_replay_messages,
@@ -59,6 +60,7 @@ __all__ = [
     "convert_tools",
     "is_anthropic_public_endpoint",
     "resolve_cache_control",
+    "with_cache_control",
 ]
 
 ANTHROPIC_MESSAGES_API = "anthropic-messages"
@@ -176,6 +178,57 @@ def apply_cache_control_to_messages(
                 fallback = block
     if fallback is not None:
         fallback["cache_control"] = dict(cache_control)
+
+
+def with_cache_control(
+    messages: list[dict[str, Any]], cache_control: Mapping[str, str], limit: int
+) -> list[dict[str, Any]]:
+    """``apply_cache_control_to_messages`` on a copy: the params and blocks it marks are
+    copied, the others shared (params a memo keeps must not change)."""
+    out = list(messages)
+    if not out or limit <= 0:
+        return out
+    fallback: tuple[int, int] | None = None
+    for position in range(len(out) - 1, -1, -1):
+        message = out[position]
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            if fallback is not None and limit == 1:
+                _mark(out, *fallback, cache_control)
+                return out
+            block = {"type": "text", "text": content, "cache_control": dict(cache_control)}
+            out[position] = {**message, "content": [block]}
+            if fallback is not None:
+                _mark(out, *fallback, cache_control)
+            return out
+        if not isinstance(content, list):
+            continue
+        for index in range(len(content) - 1, -1, -1):
+            kind = content[index].get("type")
+            if kind in ("text", "image"):
+                if fallback is not None and limit == 1:
+                    _mark(out, *fallback, cache_control)
+                    return out
+                _mark(out, position, index, cache_control)
+                if fallback is not None:
+                    _mark(out, *fallback, cache_control)
+                return out
+            if kind == "tool_result" and fallback is None:
+                fallback = (position, index)
+    if fallback is not None:
+        _mark(out, *fallback, cache_control)
+    return out
+
+
+def _mark(
+    out: list[dict[str, Any]], position: int, index: int, cache_control: Mapping[str, str]
+) -> None:
+    message = out[position]
+    content = list(message["content"])
+    content[index] = {**content[index], "cache_control": dict(cache_control)}
+    out[position] = {**message, "content": content}
 
 
 def _count_markers(blocks: Sequence[Mapping[str, Any]] | None) -> int:
@@ -330,6 +383,7 @@ def convert_messages(
     replay_thinking: bool = True,
     cache_control: Mapping[str, str] | None = None,
     cache_marker_limit: int = ANTHROPIC_CACHE_CONTROL_LIMIT,
+    memo: ParamsMemo | None = None,
 ) -> list[dict[str, Any]]:
     """Transcript messages as Messages API ``messages`` (user/assistant turns only).
 
@@ -337,10 +391,35 @@ def convert_messages(
     ``transcript.tool_call_ids``): Anthropic's own ``toolu_…`` ids unchanged, any other id
     (an OpenAI Responses ``call_…|fc_…`` of ~90 characters, say) reduced to at most 40
     alphanumerics, collision-free and identical for a call and its result.
+
+    With ``memo`` (and thinking replayed), a request that resends the previous one's
+    messages and adds clean tool groups converts only those (``_body_memo``); the params may
+    then be shared with the memo, so the markers go on copies.
     """
+    allow_empty = _compat_flag(model, "allow_empty_signature", False)
+
+    def full(history: Sequence[Message]) -> list[dict[str, Any]]:
+        return _converted(history, model, replay_thinking, allow_empty)
+
+    if memo is not None and replay_thinking:
+        key = (model.provider, model.api, model.id, tuple(sorted(model.input)), allow_empty)
+        shared = memo.convert(messages, key, full, lambda groups: full(groups))
+        params = list(shared)
+        if cache_control is not None:
+            params = with_cache_control(params, cache_control, cache_marker_limit)
+        return params
+    params = full(messages)
+    if cache_control is not None:
+        apply_cache_control_to_messages(params, cache_control, cache_marker_limit)
+    return params
+
+
+def _converted(
+    messages: Sequence[Message], model: Model, replay_thinking: bool, allow_empty: bool
+) -> list[dict[str, Any]]:
+    """The params of ``messages``, merged, without cache markers."""
     replayable = normalize_tool_call_ids(prepare_replay_messages(messages, model), "anthropic")
     active = -1 if replay_thinking else active_tool_turn_index(replayable)
-    allow_empty = _compat_flag(model, "allow_empty_signature", False)
     params: list[dict[str, Any]] = []
     index = 0
     while index < len(replayable):
@@ -372,10 +451,7 @@ def convert_messages(
         if param is not None:
             params.append(param)
         index += 1
-    params = _merge_same_role(params)
-    if cache_control is not None:
-        apply_cache_control_to_messages(params, cache_control, cache_marker_limit)
-    return params
+    return _merge_same_role(params)
 
 
 # --------------------------------------------------------------------------- request
@@ -399,8 +475,9 @@ def build_request_body(
     options: StreamOptions,
     *,
     env: Mapping[str, str] | None = None,
+    memo: ParamsMemo | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of one streaming Messages request."""
+    """The JSON body of one streaming Messages request (``memo``: ``convert_messages``)."""
     plan = resolve_thinking_plan(
         model, options.reasoning, options.max_tokens, options.thinking_budgets
     )
@@ -428,6 +505,7 @@ def build_request_body(
             replay_thinking=plan.enabled,
             cache_control=cache_control,
             cache_marker_limit=marker_limit,
+            memo=memo,
         ),
         "max_tokens": plan.max_tokens,
         "stream": True,

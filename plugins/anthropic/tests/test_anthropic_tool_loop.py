@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openclaw_runtime_anthropic import _request as request_module
 from openclaw_runtime_anthropic import plugin as anthropic_plugin
+from openclaw_runtime_anthropic._body_memo import ParamsMemo
 
 from openclaw_runtime import Runtime, tool
 from openclaw_runtime.testing.anthropic_server import AnthropicMessagesServer
@@ -102,12 +104,21 @@ async def _turns(
 
 
 class Passes:
-    """How many messages each whole-pipeline run and each full turn validation got (its
-    dangling-call pass, which every one makes)."""
+    """How many messages each whole-pipeline run, each full turn validation (its
+    dangling-call pass, which every one makes) and each conversion of the request's messages
+    got."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pipeline: list[int] = []
         self.validated: list[int] = []
+        self.converted: list[int] = []
+
+        def converted(messages: Any, *args: Any) -> Any:
+            self.converted.append(len(messages))
+            return real_converted(messages, *args)
+
+        real_converted = request_module._converted
+        monkeypatch.setattr(request_module, "_converted", converted)
 
         def pipeline(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
             self.pipeline.append(len(messages))
@@ -124,7 +135,7 @@ class Passes:
 
 
 def _whole_history_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No cache: every request sanitized and validated over the whole history."""
+    """No cache: every request sanitized, validated and converted over the whole history."""
 
     def sanitize(self: Any, messages: Any, policy: Any, sanitizers: Any, **_: Any) -> Any:
         return run_transcript_sanitizers(list(messages), policy, sanitizers)
@@ -132,8 +143,12 @@ def _whole_history_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     def validate(self: Any, messages: Any, policy: Any, *, strict: bool = False) -> Any:
         return validate_strict_replay_turns(list(messages), policy)
 
+    def convert(self: Any, messages: Any, key: Any, full: Any, group_params: Any) -> Any:
+        return full(messages)
+
     monkeypatch.setattr(IncrementalSanitizer, "run", sanitize)
     monkeypatch.setattr(turn_memo_module.TurnValidationMemo, "__call__", validate)
+    monkeypatch.setattr(ParamsMemo, "convert", convert)
 
 
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
@@ -168,6 +183,14 @@ async def test_a_claude_tool_loop_does_no_whole_history_pass_per_request(
     # the whole history is validated at the session's first request and at the second
     # turn's first (nothing of the first turn is kept yet); never again
     assert passes.validated == [1, turn_size + 1], passes.validated
+    # the request's messages are converted whole at a turn's first request (its prompt after
+    # the previous turn; for an older model the second too, where the previous turn's answer
+    # comes back without its thinking); every other request converts its new group (two
+    # messages) and, for an older model, the previous group that came back as a copy
+    whole = [size for size in passes.converted if size > 2]
+    per_turn = 1 if keeps else 2
+    assert len(whole) == per_turn * (TURNS - 1), passes.converted
+    assert max(whole) <= TURNS * turn_size, passes.converted
 
     # the same turns with the whole history sanitized and validated at every request
     _whole_history_every_time(monkeypatch)
