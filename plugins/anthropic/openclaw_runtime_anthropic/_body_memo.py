@@ -6,10 +6,9 @@ same-role turns merged. Inside a tool loop each request resends the previous one
 (the very same objects) and adds whole tool groups, so this keeps the previous request's
 messages and params (before any ``cache_control`` marker) with the places where a group
 started after a tool result or a prompt (*cuts*: there the params of what came before are
-final). When
-the new request shares the previous one's messages up to a cut (all of them, or up to the
-last group's turn, which an older Claude model's sanitizer hands back as a copy without its
-thinking) and goes on with *clean groups*, only those are converted:
+final). When the new request shares the previous one's messages up to a cut (all of them,
+or up to the last group's turn, which an older Claude model's sanitizer hands back as a copy
+without its thinking) and goes on with *clean groups*, only those are converted:
 
 * each group is an assistant turn with calls whose ids the id rule keeps as they are (valid,
   not taken before, not twice), followed by tool results (any: the transform drops a result
@@ -60,7 +59,7 @@ class _Conversation:
         self.inputs = inputs
         self.params = params
         #: (messages, params): where the params of ``inputs[:messages]`` end, at each place
-        #: a group started after a tool result (and at the end, after one): a *cut*
+        #: a group started after a tool result or a prompt (and at the end, after one): a cut
         self.cuts: list[tuple[int, int]] = []
         if inputs and _ends_a_part(inputs[-1]):
             self.cuts.append((len(inputs), len(params)))
