@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    if min(args.history) < 0 or min(args.k) < 1 or args.rounds < 1:
+        parser.error("--history must be at least 0, --k and --rounds at least 1")
     try:
         from openclaw_runtime_anthropic._provider import AnthropicProvider
     except ImportError:
