@@ -34,11 +34,12 @@ hook may rewrite (``on_payload``) does not use the memo. A few conversations are
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from openclaw_runtime._prefix import shared_prefix_length
 from openclaw_runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from openclaw_runtime.transcript.tool_call_ids import is_valid_tool_call_id
 
@@ -102,6 +103,13 @@ class ParamsMemo:
         return params
 
 
+def _shared_length(old: Sequence[Any], new: Sequence[Any]) -> int:
+    """How many leading positions hold the very same objects (``is``), found at C speed."""
+    if all(map(operator.is_, old, new)):
+        return min(len(old), len(new))
+    return next(itertools.compress(itertools.count(), map(operator.is_not, old, new)))
+
+
 def _cut_before_last_group(
     conversation: _Conversation, group_params: Callable[[Sequence[Any]], Params]
 ) -> None:
@@ -140,7 +148,7 @@ def _appended(
 ) -> Params | None:
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
     the clean groups after it (and ``known`` moved on to them), or ``None``."""
-    shared = shared_prefix_length(known.inputs, messages)
+    shared = _shared_length(known.inputs, messages)
     cut = next((c for c in reversed(known.cuts) if c[0] <= shared), None)
     if cut is None or cut[0] >= len(messages):
         return None
