@@ -334,7 +334,17 @@ class History:
 
 def make_history(count: int) -> History:
     """``count`` messages cycling user → assistant (text + tool call) → tool result →
-    assistant text → user → assistant text; never ends on an unanswered tool call."""
+    assistant text → user → assistant text; never ends on an unanswered tool call. With the
+    OpenAI request body and pydantic-ai's history of them (that needs the peer)."""
+    wire = history_wire(count)
+    history = History(wire)
+    history.openai_body = openai_body(wire)
+    history.pydantic_ai = pydantic_ai_history(wire)
+    return history
+
+
+def history_wire(count: int) -> list[dict[str, Any]]:
+    """The messages of ``make_history(count)``, as transcript wire dicts only."""
     wire: list[dict[str, Any]] = []
     ts = 1_700_000_000_000
     usage = Usage(input=1_200, output=80, total_tokens=1_280).to_dict()
@@ -410,10 +420,7 @@ def make_history(count: int) -> History:
                 }
             )
         index += 1
-    history = History(wire)
-    history.openai_body = openai_body(wire)
-    history.pydantic_ai = pydantic_ai_history(wire)
-    return history
+    return wire
 
 
 def openai_body(wire: list[dict[str, Any]]) -> dict[str, Any]:

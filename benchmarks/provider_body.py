@@ -58,7 +58,7 @@ OPTIONS = StreamOptions(reasoning="medium")
 
 def history(size: int) -> list[Any]:
     """``size`` messages of the harness's history, as Claude's own turns."""
-    wire = json.loads(json.dumps(at.make_history(size).wire)) if size else []
+    wire = json.loads(json.dumps(at.history_wire(size)))
     for message in wire:
         if message["role"] == "assistant":
             message.update(api=MODEL.api, provider=MODEL.provider, model=MODEL.id)
