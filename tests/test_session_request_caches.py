@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -67,19 +67,43 @@ class Counted:
         return estimate
 
 
+class Turns(NamedTuple):
+    """What ``_turns`` saw: each turn's request bodies, how many messages each turn converted
+    and measured (with ``counted``), and the session's history at the end."""
+
+    bodies: list[list[Any]]
+    work: list[tuple[int, int]]
+    history: list[Any]
+
+
 async def _turns(
-    state_dir: Path, server: FaultInjectingOpenAIServer, *, memory: bool, counted: Counted | None
-) -> tuple[list[list[Any]], list[tuple[int, int]]]:
-    """``TURNS`` tool-loop turns on one kept-open session: each turn's request bodies, and
-    how many messages it converted and measured."""
-    runtime = Runtime(mock_openai_config(state_dir, server), load_entrypoints=False, memory=memory)
+    state_dir: Path,
+    server: FaultInjectingOpenAIServer,
+    *,
+    memory: bool,
+    counted: Counted | None = None,
+    reasoning: bool | None = None,
+) -> Turns:
+    """``TURNS`` tool-loop turns on one kept-open session. With ``reasoning`` the model
+    thinks before every call and answer, and the configuration marks it as reasoning or
+    not."""
+    config = mock_openai_config(state_dir, server)
+    if reasoning is not None:
+        config["models"][0]["reasoning"] = reasoning
+    thought: dict[str, Any] = {}
+    runtime = Runtime(config, load_entrypoints=False, memory=memory)
     bodies: list[list[Any]] = []
     work: list[tuple[int, int]] = []
     try:
         for turn in range(TURNS):
             for n in range(CALLS):
-                server.enqueue(Reply(tool_calls=[("read", {"path": f"t{turn}f{n}.txt"})]))
-            server.enqueue(Reply(text=f"answer {turn}"))
+                if reasoning is not None:
+                    thought = {"reasoning": f"plan {n}"}
+                call = ("read", {"path": f"t{turn}f{n}.txt"})
+                server.enqueue(Reply(tool_calls=[call], **thought))
+            if reasoning is not None:
+                thought = {"reasoning": "so"}
+            server.enqueue(Reply(text=f"answer {turn}", **thought))
             start = len(server.requests)
             before = (counted.converted, counted.measured) if counted else (0, 0)
             result = await runtime.run(f"read them {turn}", session_id="kept", tools=[read])
@@ -87,9 +111,12 @@ async def _turns(
             bodies.append([request.body for request in server.requests[start:]])
             if counted:
                 work.append((counted.converted - before[0], counted.measured - before[1]))
+        session = await runtime.checkout_session("kept", cwd=str(state_dir))
+        history = session.build_session_context().messages
+        await runtime.checkin_session(session)
     finally:
         await runtime.aclose()
-    return bodies, work
+    return Turns(bodies, work, history)
 
 
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
@@ -100,7 +127,7 @@ async def test_a_kept_open_sessions_turns_convert_and_measure_what_is_new(
     memory: bool,
 ) -> None:
     counted = Counted(monkeypatch)
-    bodies, work = await _turns(tmp_path / "kept", server, memory=memory, counted=counted)
+    bodies, work, _ = await _turns(tmp_path / "kept", server, memory=memory, counted=counted)
     history = 0
     for turn, (converted, measured) in enumerate(work):
         # a turn adds a prompt, CALLS tool groups and an answer; its requests convert and
@@ -117,7 +144,7 @@ async def test_a_kept_open_sessions_turns_convert_and_measure_what_is_new(
     monkeypatch.setattr(attempt_module, "session_converter", lambda session: PrefixConverter())
     monkeypatch.setattr(attempt_module, "session_projection_memo", lambda session: ProjectionMemo())
     server.reset()
-    fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
+    fresh = (await _turns(tmp_path / "fresh", server, memory=memory)).bodies
     assert bodies == fresh
     assert [len(turn) for turn in bodies] == [CALLS + 1] * TURNS
 
@@ -160,7 +187,7 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     Now a turn's requests run it over nothing, and send what the full pipeline makes."""
     monkeypatch.setattr(server, "_next_call_id", lambda: "call_0")
     seen = _pipeline_runs(monkeypatch)
-    bodies, _ = await _turns(tmp_path / "kept", server, memory=memory, counted=None)
+    bodies = (await _turns(tmp_path / "kept", server, memory=memory)).bodies
     # every call of the session is call_0 (the requests make them unique for the provider)
     sent = [call["id"] for m in bodies[-1][-1]["messages"] for call in m.get("tool_calls", ())]
     assert len(sent) == TURNS * CALLS and sent[0] == "call_0", sent
@@ -169,36 +196,8 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     # the same turns through the whole pipeline at every request: the same requests
     _full_pipeline_every_time(monkeypatch)
     server.reset()
-    fresh, _ = await _turns(tmp_path / "fresh", server, memory=memory, counted=None)
+    fresh = (await _turns(tmp_path / "fresh", server, memory=memory)).bodies
     assert bodies == fresh
-
-
-async def _thinking_turns(
-    state_dir: Path, server: FaultInjectingOpenAIServer, *, memory: bool, reasoning: bool
-) -> tuple[list[list[Any]], list[Any]]:
-    """``TURNS`` turns of a model that thinks before every call and answer (marked as
-    reasoning in the configuration or not) on one kept-open session: each turn's request
-    bodies, and the session's history at the end."""
-    config = mock_openai_config(state_dir, server)
-    config["models"][0]["reasoning"] = reasoning
-    runtime = Runtime(config, load_entrypoints=False, memory=memory)
-    bodies: list[list[Any]] = []
-    try:
-        for turn in range(TURNS):
-            for n in range(CALLS):
-                call = ("read", {"path": f"{n}.txt"})
-                server.enqueue(Reply(reasoning=f"plan {n}", tool_calls=[call]))
-            server.enqueue(Reply(reasoning="so", text=f"answer {turn}"))
-            start = len(server.requests)
-            result = await runtime.run(f"read them {turn}", session_id="kept", tools=[read])
-            assert result.ok, result.error
-            bodies.append([request.body for request in server.requests[start:]])
-        session = await runtime.checkout_session("kept", cwd=str(state_dir))
-        history = session.build_session_context().messages
-        await runtime.checkin_session(session)
-    finally:
-        await runtime.aclose()
-    return bodies, history
 
 
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
@@ -213,9 +212,7 @@ async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
     turn's requests run no stage (they ran the pipeline over the part after the cache's
     boundary at every request before), and send what the full pipeline makes."""
     seen = _pipeline_runs(monkeypatch)
-    bodies, history = await _thinking_turns(
-        tmp_path / "kept", server, memory=memory, reasoning=True
-    )
+    bodies, _, history = await _turns(tmp_path / "kept", server, memory=memory, reasoning=True)
     thinks = [
         m
         for m in history
@@ -225,7 +222,7 @@ async def test_a_reasoning_models_thinking_turns_keep_the_sanitizer_caches(
     assert seen == [], seen
     _full_pipeline_every_time(monkeypatch)
     server.reset()
-    fresh, _ = await _thinking_turns(tmp_path / "fresh", server, memory=memory, reasoning=True)
+    fresh = (await _turns(tmp_path / "fresh", server, memory=memory, reasoning=True)).bodies
     assert fresh == bodies
 
 
@@ -243,10 +240,10 @@ async def test_a_model_not_marked_reasoning_drops_its_thinking_without_whole_tur
     first requests run it (over the previous turn and the prompt), and the requests are the
     ones the full pipeline makes."""
     seen = _pipeline_runs(monkeypatch)
-    bodies, _ = await _thinking_turns(tmp_path / "kept", server, memory=memory, reasoning=False)
+    bodies = (await _turns(tmp_path / "kept", server, memory=memory, reasoning=False)).bodies
     turn_size = 2 * CALLS + 2
     assert len(seen) <= 2 * TURNS and max(seen, default=0) <= 2 * turn_size, seen
     _full_pipeline_every_time(monkeypatch)
     server.reset()
-    fresh, _ = await _thinking_turns(tmp_path / "fresh", server, memory=memory, reasoning=False)
+    fresh = (await _turns(tmp_path / "fresh", server, memory=memory, reasoning=False)).bodies
     assert fresh == bodies
