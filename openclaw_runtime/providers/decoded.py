@@ -40,6 +40,7 @@ from .http import (
     stream_chunks,
 )
 from .keys import is_local_base_url, resolve_env_api_key
+from .request_memo import RequestMemo
 
 __all__ = ["ABORTED_ERROR", "DecodedStreamProvider", "StreamDecoder"]
 
@@ -81,6 +82,16 @@ class DecodedStreamProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(timeouts={self.timeouts!r})"
+
+    @property
+    def request_memo(self) -> RequestMemo:
+        """The previous request's params of a few conversations (``providers.request_memo``),
+        made on first use: one per provider, so per runtime and event loop. A subclass's
+        ``build_body`` converts a tool loop's messages through it."""
+        memo: RequestMemo | None = self.__dict__.get("_request_memo")
+        if memo is None:
+            memo = self.__dict__["_request_memo"] = RequestMemo()
+        return memo
 
     def stream_fn(
         self, model: Model, context: Context, options: StreamOptions

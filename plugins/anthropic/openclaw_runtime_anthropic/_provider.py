@@ -15,7 +15,6 @@ from typing import Any
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.providers.decoded import ABORTED_ERROR, DecodedStreamProvider
 
-from ._body_memo import ParamsMemo
 from ._request import (
     ANTHROPIC_MESSAGES_API,
     ANTHROPIC_VERSION,
@@ -40,15 +39,6 @@ class AnthropicProvider(DecodedStreamProvider):
     api = ANTHROPIC_MESSAGES_API
     require_http_url = True
 
-    @property
-    def params_memo(self) -> ParamsMemo:
-        """The previous request's params of a few conversations (``_body_memo``), made on
-        first use (one per provider, so per runtime and event loop)."""
-        memo: ParamsMemo | None = self.__dict__.get("_params_memo")
-        if memo is None:
-            memo = self.__dict__["_params_memo"] = ParamsMemo()
-        return memo
-
     def url(self, model: Model) -> str:
         """Where requests for ``model`` go."""
         return messages_url(model.base_url)
@@ -68,7 +58,7 @@ class AnthropicProvider(DecodedStreamProvider):
     def build_body(self, model: Model, context: Context, options: StreamOptions) -> Any:
         """The Messages request body (its messages converted through the memo, unless a hook
         may rewrite the body: ``on_payload``)."""
-        memo = self.params_memo if options.on_payload is None else None
+        memo = self.request_memo if options.on_payload is None else None
         return build_request_body(model, context, options, env=self.env, memo=memo)
 
     def require_message_stop(self, model: Model) -> bool:

@@ -29,9 +29,10 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
-from ._body_memo import ParamsMemo
+from ._body_memo import MessagesConversion
 from ._replay import (
     active_tool_turn_index,
     prepare_replay_messages,
@@ -383,7 +384,7 @@ def convert_messages(
     replay_thinking: bool = True,
     cache_control: Mapping[str, str] | None = None,
     cache_marker_limit: int = ANTHROPIC_CACHE_CONTROL_LIMIT,
-    memo: ParamsMemo | None = None,
+    memo: RequestMemo | None = None,
 ) -> list[dict[str, Any]]:
     """Transcript messages as Messages API ``messages`` (user/assistant turns only).
 
@@ -393,8 +394,9 @@ def convert_messages(
     alphanumerics, collision-free and identical for a call and its result.
 
     With ``memo`` (and thinking replayed), a request that resends the previous one's
-    messages and adds clean tool groups converts only those (``_body_memo``); the params may
-    then be shared with the memo, so the markers go on copies.
+    messages and adds clean tool groups converts only those (``providers.request_memo``, with
+    the rules of ``_body_memo``); the params may then be shared with the memo, so the markers
+    go on copies.
     """
     allow_empty = _compat_flag(model, "allow_empty_signature", False)
 
@@ -403,7 +405,7 @@ def convert_messages(
 
     if memo is not None and replay_thinking:
         key = (model.provider, model.api, model.id, tuple(sorted(model.input)), allow_empty)
-        shared = memo.convert(messages, key, full, lambda groups: full(groups))
+        shared = memo.convert(messages, key, MessagesConversion(full))
         params = list(shared)
         if cache_control is not None:
             params = with_cache_control(params, cache_control, cache_marker_limit)
@@ -475,7 +477,7 @@ def build_request_body(
     options: StreamOptions,
     *,
     env: Mapping[str, str] | None = None,
-    memo: ParamsMemo | None = None,
+    memo: RequestMemo | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one streaming Messages request (``memo``: ``convert_messages``)."""
     plan = resolve_thinking_plan(

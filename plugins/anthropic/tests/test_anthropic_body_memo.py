@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from openclaw_runtime_anthropic import _request
-from openclaw_runtime_anthropic._body_memo import ParamsMemo
 from openclaw_runtime_anthropic._provider import AnthropicProvider
 from openclaw_runtime_anthropic._request import (
     apply_cache_control_to_messages,
@@ -34,6 +33,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from openclaw_runtime.providers.request_memo import RequestMemo
 
 MODEL = Model(
     id="claude-opus-4-6",
@@ -159,7 +159,7 @@ def test_the_memo_converts_as_from_scratch(
 
     monkeypatch.setattr(_request, "_converted", counting)
     conversation = Conversation(seed)
-    memo = ParamsMemo()
+    memo = RequestMemo()
     reused = requests = 0
     for _ in range(80):
         conversation.step()
@@ -210,7 +210,7 @@ def test_a_body_a_hook_may_rewrite_does_not_use_the_memo() -> None:
     conversation.group()
     second = provider.build_body(MODEL, Context("", list(conversation.messages), []), options)
     assert second["messages"][0]["content"] != "rewritten"
-    assert not provider.params_memo._conversations
+    assert not provider.request_memo._conversations
 
 
 def test_a_late_result_is_converted_in_place() -> None:
@@ -223,7 +223,7 @@ def test_a_late_result_is_converted_in_place() -> None:
     conversation.messages.append(
         ToolResultMessage(tool_call_id="toolu_first", tool_name="read", content=[])
     )
-    memo = ParamsMemo()
+    memo = RequestMemo()
     before = convert_messages(list(conversation.messages), MODEL, memo=memo)
     assert before[-1]["content"][1]["is_error"]  # the synthetic "No result provided"
     late = ToolResultMessage(tool_call_id="toolu_late", tool_name="read", content=[])

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from openclaw_runtime_anthropic import _request as request_module
 from openclaw_runtime_anthropic import plugin as anthropic_plugin
-from openclaw_runtime_anthropic._body_memo import ParamsMemo
 
 from openclaw_runtime import Runtime, tool
+from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.testing.anthropic_server import AnthropicMessagesServer
 from openclaw_runtime.transcript import replay as replay_module
 from openclaw_runtime.transcript import run_transcript_sanitizers
@@ -143,12 +143,12 @@ def _whole_history_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     def validate(self: Any, messages: Any, policy: Any, *, strict: bool = False) -> Any:
         return validate_strict_replay_turns(list(messages), policy)
 
-    def convert(self: Any, messages: Any, key: Any, full: Any, group_params: Any) -> Any:
-        return full(messages)
+    def convert(self: Any, messages: Any, key: Any, conversion: Any) -> Any:
+        return conversion.whole(messages)[0]
 
     monkeypatch.setattr(IncrementalSanitizer, "run", sanitize)
     monkeypatch.setattr(turn_memo_module.TurnValidationMemo, "__call__", validate)
-    monkeypatch.setattr(ParamsMemo, "convert", convert)
+    monkeypatch.setattr(RequestMemo, "convert", convert)
 
 
 @pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
