@@ -37,8 +37,10 @@ class GeminiProvider(DecodedStreamProvider):
         return {"x-goog-api-key": api_key} if api_key else {}
 
     def build_body(self, model: Model, context: Context, options: StreamOptions) -> Any:
-        """The ``generateContent`` request body."""
-        return build_request_body(model, context, options)
+        """The ``generateContent`` request body (its contents converted through the memo,
+        unless a hook may rewrite the body: ``on_payload``)."""
+        memo = self.request_memo if options.on_payload is None else None
+        return build_request_body(model, context, options, memo=memo)
 
     def new_decoder(self, model: Model) -> GeminiStreamDecoder:
         """A decoder for one Gemini stream."""

@@ -22,7 +22,7 @@ Pure functions following OpenClaw's Google adapter:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -37,6 +37,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
 from ._replay import prepare_replay_messages
@@ -45,6 +46,7 @@ from ._schema import clean_schema_for_gemini
 __all__ = [
     "DEFAULT_GOOGLE_BASE_URL",
     "GOOGLE_GENERATIVE_AI_API",
+    "ContentsConversion",
     "build_request_body",
     "convert_messages",
     "convert_tools",
@@ -237,13 +239,59 @@ def _function_response(
     return {"functionResponse": response}, image_parts
 
 
-def convert_messages(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
+def convert_messages(
+    messages: Sequence[Message], model: Model, *, memo: RequestMemo | None = None
+) -> list[dict[str, Any]]:
     """Transcript messages as Gemini ``contents``.
 
     Where the model pairs calls and responses by id (``requires_tool_call_id``), the ids
     follow OpenClaw's Gemini replay rule (``toolCallIdMode: "strict"``): at most 40
     alphanumerics, collision-free, identical for a call and its response.
+
+    With ``memo``, a request that resends the previous one's messages and adds tool groups
+    converts only those (``providers.request_memo``; ``ContentsConversion`` says why any
+    group converts alone). The contents are then shared with the memo: not to be changed.
+    Models that take ids convert everything (the id rule's state spans the history).
     """
+    if memo is not None and not requires_tool_call_id(model.id):
+        key = (model.provider, model.api, model.id, tuple(sorted(model.input)))
+        return list(memo.convert(messages, key, ContentsConversion(model)))
+    return _converted(messages, model)
+
+
+class ContentsConversion:
+    """Gemini's conversion as the request memo needs it, for models that take no ids.
+
+    Every group (an assistant turn with calls, then results) converts alone as it would in
+    place: the replay transform starts over at every assistant turn (``providers.replay``),
+    a run of results (and the image turns an older Gemini gets after it) ends at the next
+    assistant turn, contents never merge, and no id is rewritten, so none is taken.
+    """
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+
+    def whole(self, messages: Sequence[Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """All contents; no id taken."""
+        return _converted(messages, self._model), {}
+
+    def group(self, group: Sequence[Any]) -> list[dict[str, Any]]:
+        """One group's contents."""
+        return _converted(group, self._model)
+
+    def clean(self, group: Sequence[Any], taken: Callable[[str], bool]) -> bool:
+        """Any group converts alone."""
+        return True
+
+    def opens_after(self, param: Any) -> bool:
+        """Contents never merge."""
+        return True
+
+
+def _converted(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
+    """The contents of ``messages``, converted whole."""
     replayable = prepare_replay_messages(messages, model)
     if requires_tool_call_id(model.id):
         replayable = normalize_tool_call_ids(replayable, "strict")
@@ -286,9 +334,12 @@ def convert_messages(messages: Sequence[Message], model: Model) -> list[dict[str
 # --------------------------------------------------------------------------- request
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The JSON body of one ``streamGenerateContent`` request."""
-    body: dict[str, Any] = {"contents": convert_messages(context.messages, model)}
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions, *, memo: RequestMemo | None = None
+) -> dict[str, Any]:
+    """The JSON body of one ``streamGenerateContent`` request (``memo``: ``convert_messages``;
+    its contents are shared, so a caller that changes the body copies them first)."""
+    body: dict[str, Any] = {"contents": convert_messages(context.messages, model, memo=memo)}
     if context.system_prompt:
         text = context.system_prompt.replace(SYSTEM_PROMPT_CACHE_BOUNDARY, "\n")
         body["systemInstruction"] = {"parts": [{"text": text}]}
