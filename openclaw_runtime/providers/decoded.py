@@ -40,7 +40,7 @@ from .http import (
     stream_chunks,
 )
 from .keys import is_local_base_url, resolve_env_api_key
-from .request_memo import RequestMemo
+from .request_memo import RequestMemo, request_memo_of
 
 __all__ = ["ABORTED_ERROR", "DecodedStreamProvider", "StreamDecoder"]
 
@@ -88,10 +88,7 @@ class DecodedStreamProvider:
         """The previous request's params of a few conversations (``providers.request_memo``),
         made on first use: one per provider, so per runtime and event loop. A subclass's
         ``build_body`` converts a tool loop's messages through it."""
-        memo: RequestMemo | None = self.__dict__.get("_request_memo")
-        if memo is None:
-            memo = self.__dict__["_request_memo"] = RequestMemo()
-        return memo
+        return request_memo_of(self)
 
     def stream_fn(
         self, model: Model, context: Context, options: StreamOptions

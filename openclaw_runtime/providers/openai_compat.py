@@ -60,6 +60,7 @@ from .http import (
 from .keys import is_local_base_url, resolve_env_api_key
 from .openai_request import build_request_body, max_tokens_field
 from .openai_stream import ChatCompletionStreamState
+from .request_memo import RequestMemo, request_memo_of
 from .sse import SSEDecoder
 
 __all__ = [
@@ -117,6 +118,18 @@ class OpenAICompatProvider:
         """Close this event loop's HTTP client."""
         await self.pool.aclose()
 
+    @property
+    def request_memo(self) -> RequestMemo:
+        """The previous request's messages of a few conversations (``request_memo``): a
+        tool loop's request converts only the groups it adds."""
+        return request_memo_of(self)
+
+    def build_body(self, model: Model, context: Context, options: StreamOptions) -> Any:
+        """The request body (its messages converted through the memo, unless a hook may
+        rewrite the body: ``on_payload``)."""
+        memo = self.request_memo if options.on_payload is None else None
+        return build_request_body(model, context, options, memo=memo)
+
     def url(self, model: Model) -> str:
         """Where requests for ``model`` go."""
         base = model.base_url or DEFAULT_BASE_URLS.get(model.provider, "")
@@ -157,7 +170,7 @@ class OpenAICompatProvider:
                 yield event
             return
         try:
-            body_json: Any = build_request_body(model, context, options)
+            body_json: Any = self.build_body(model, context, options)
             if options.on_payload is not None:
                 replaced = options.on_payload(body_json, model)
                 if replaced is not None:

@@ -8,7 +8,7 @@ endpoint accepts (``max_tokens_field``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -17,14 +17,22 @@ from ..llm import Context, Model, StreamOptions, Tool
 from ..messages import (
     AssistantMessage,
     ImageContent,
+    Message,
     TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from ..transcript.tool_call_ids import normalize_tool_call_ids, tool_call_id_mode
+from ..transcript.tool_call_ids import (
+    ToolCallIdMode,
+    is_valid_tool_call_id,
+    normalize_tool_call_ids,
+    tool_call_id_mode,
+)
+from .request_memo import RequestMemo
 
 __all__ = [
+    "ChatConversion",
     "build_request_body",
     "convert_messages",
     "convert_tools",
@@ -50,13 +58,18 @@ def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
     ]
 
 
-def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
+def convert_messages(
+    model: Model, context: Context, *, memo: RequestMemo | None = None
+) -> list[dict[str, Any]]:
     """Transcript messages as Chat Completions messages.
 
     Failed or aborted assistant turns are not replayed (they are incomplete); thinking is not
     sent back; images go where the model accepts them and become a note where it does not.
     Tool-call ids are rewritten to the endpoint's id rules (``tool_call_id_mode``), calls
     and results alike, so ids minted by another API (Responses' ``call|fc`` ids) replay.
+
+    With ``memo``, a request that resends the previous one's messages and adds clean tool
+    groups converts only those (``providers.request_memo``, rules in ``ChatConversion``).
     """
     images_ok = "image" in model.input
     system_role = (model.compat or {}).get("system_role", "system")
@@ -64,7 +77,82 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     if context.system_prompt:
         out.append({"role": system_role, "content": context.system_prompt})
     id_mode = tool_call_id_mode(model.provider, model.id, model.compat)
-    for message in normalize_tool_call_ids(context.messages, id_mode):
+    if memo is not None:
+        key = (model.provider, model.api, model.id, images_ok, id_mode)
+        out.extend(memo.convert(context.messages, key, ChatConversion(id_mode, images_ok)))
+    else:
+        out.extend(_converted(context.messages, id_mode, images_ok))
+    return out
+
+
+class ChatConversion:
+    """Chat Completions' conversion as the request memo needs it.
+
+    Every message converts alone and nothing merges; only the id rule has state. A group
+    (an assistant turn with calls, then results) converts alone as it would in place when
+    the rule keeps its calls' ids as they are (valid, not taken before, not twice) and each
+    result answers one call of the group, a different one each (a result naming no call of
+    its turn would take the id the rule gave an earlier call with that raw id). The ids
+    taken before are every id the rule gave out, failed turns' included (not replayed, but
+    the rule saw them): a raw id it saw before is one of them, or is not valid as it is.
+    With ids kept (``keep``), any group.
+    """
+
+    __slots__ = ("_id_mode", "_images_ok")
+
+    def __init__(self, id_mode: ToolCallIdMode, images_ok: bool) -> None:
+        self._id_mode = id_mode
+        self._images_ok = images_ok
+
+    def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The messages and the ids the rule took, each at the first message it made after."""
+        taken: dict[str, int] = {}
+        return _converted(messages, self._id_mode, self._images_ok, taken), taken
+
+    def group(self, group: Sequence[Message]) -> list[dict[str, Any]]:
+        """One group's messages."""
+        return _converted(group, self._id_mode, self._images_ok)
+
+    def clean(self, group: Sequence[Message], taken: Callable[[str], bool]) -> bool:
+        """The group's ids kept by the rule, each result answering its own call."""
+        if self._id_mode == "keep":
+            return True
+        turn = group[0]
+        assert isinstance(turn, AssistantMessage)
+        calls: set[str] = set()
+        for block in turn.content:
+            if not isinstance(block, ToolCall):
+                continue
+            call_id = block.id
+            if call_id in calls or taken(call_id):
+                return False
+            if not is_valid_tool_call_id(call_id, self._id_mode):
+                return False
+            calls.add(call_id)
+        for result in group[1:]:
+            assert isinstance(result, ToolResultMessage)
+            if result.tool_call_id not in calls:
+                return False  # no call of the turn, or one answered already
+            calls.discard(result.tool_call_id)
+        return True
+
+    def opens_after(self, param: Any) -> bool:
+        """Messages never merge."""
+        return True
+
+
+def _converted(
+    messages: Sequence[Message],
+    id_mode: ToolCallIdMode,
+    images_ok: bool,
+    taken: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The messages without the system prompt (``taken``, when given, gets every id the id
+    rule gave out, failed turns' included, with the number of messages made before)."""
+    out: list[dict[str, Any]] = []
+    for message in normalize_tool_call_ids(messages, id_mode):
+        if taken is not None:
+            _take_ids(taken, len(out), message)
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _user_content(message.content, images_ok)})
         elif isinstance(message, AssistantMessage):
@@ -86,6 +174,16 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
                 parts.extend(_image_part(i) for i in images)
                 out.append({"role": "user", "content": parts})
     return out
+
+
+def _take_ids(taken: dict[str, int], position: int, message: Message) -> None:
+    """The ids the rule gave out (a raw id it saw before is among them or is not valid)."""
+    if isinstance(message, ToolResultMessage):
+        taken.setdefault(message.tool_call_id, position)
+    elif isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, ToolCall):
+                taken.setdefault(block.id, position)
 
 
 def _user_content(content: str | list[Any], images_ok: bool) -> str | list[dict[str, Any]]:
@@ -130,12 +228,15 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     return converted
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The JSON body of one streaming request."""
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions, *, memo: RequestMemo | None = None
+) -> dict[str, Any]:
+    """The JSON body of one streaming request (``memo``: ``convert_messages``; its messages
+    are shared with the memo, so a caller that changes them copies them first)."""
     compat = model.compat or {}
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(model, context),
+        "messages": convert_messages(model, context, memo=memo),
         "stream": True,
     }
     if compat.get("supports_usage_in_streaming", True):

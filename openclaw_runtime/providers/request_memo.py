@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from .._prefix import shared_prefix_length
 from ..messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
-__all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo"]
+__all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "request_memo_of"]
 
 #: How many conversations' params are kept (each about the size of its request body).
 CONVERSATIONS_KEPT = 8
@@ -207,3 +207,12 @@ def _groups(added: Sequence[Any]) -> list[list[Any]] | None:
 
 def _call_ids(message: AssistantMessage) -> list[str]:
     return [block.id for block in message.content if isinstance(block, ToolCall)]
+
+
+def request_memo_of(provider: Any) -> RequestMemo:
+    """``provider``'s memo, made on first use and kept in its ``__dict__``: one per provider
+    instance, so per runtime and event loop."""
+    memo: RequestMemo | None = provider.__dict__.get("_request_memo")
+    if memo is None:
+        memo = provider.__dict__["_request_memo"] = RequestMemo()
+    return memo
