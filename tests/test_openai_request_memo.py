@@ -70,14 +70,17 @@ def test_the_memo_converts_as_from_scratch(
     assert reused >= 10, reused  # the memo served along the way
 
 
-def test_a_call_id_a_failed_turn_took_is_rewritten_later() -> None:
+@pytest.mark.parametrize("after", [[], ["answer", "prompt"]], ids=["last", "earlier"])
+def test_a_call_id_a_failed_turn_took_is_rewritten_later(after: list[str]) -> None:
     """A failed turn is not replayed, but the id rule saw its call: a later call with that id
-    gets a fresh one, through the memo as in place."""
+    gets a fresh one, through the memo as in place (the failed turn last before the cut, or
+    earlier)."""
     loop = RandomToolLoop(0, GPT)
     failed = loop.assistant([ToolCall(id="call_1", name="read", arguments={})], "aborted")
     loop.messages.append(failed)
-    loop.messages.append(loop.assistant([TextContent(text="sorry")], "stop"))
-    loop.messages.append(loop.messages[0].model_copy(update={"content": "again"}))
+    if after:
+        loop.messages.append(loop.assistant([TextContent(text="sorry")], "stop"))
+        loop.messages.append(loop.messages[0].model_copy(update={"content": "again"}))
     memo = RequestMemo()
     convert_messages(GPT, Context("", list(loop.messages), []), memo=memo)
     again = loop.assistant([ToolCall(id="call_1", name="read", arguments={})])
@@ -86,6 +89,24 @@ def test_a_call_id_a_failed_turn_took_is_rewritten_later() -> None:
     got = convert_messages(GPT, context, memo=memo)
     assert got == convert_messages(GPT, context)
     assert got[-2]["tool_calls"][0]["id"] != "call_1"  # rewritten: the failed turn took it
+
+
+def test_one_id_twice_in_what_a_request_adds_converts_everything() -> None:
+    """Two new groups calling ``call_5``: the rule gives the second ``call_5_2`` unless an
+    earlier call took that, which only the whole history tells."""
+    loop = RandomToolLoop(0, GPT)
+    loop.messages.append(loop.assistant([ToolCall(id="call_5_2", name="r")]))
+    loop.messages.append(ToolResultMessage(tool_call_id="call_5_2", tool_name="r", content=[]))
+    memo = RequestMemo()
+    convert_messages(GPT, Context("", list(loop.messages), []), memo=memo)
+    groups = []
+    for _ in range(2):
+        groups.append(loop.assistant([ToolCall(id="call_5", name="r")]))
+        groups.append(ToolResultMessage(tool_call_id="call_5", tool_name="r", content=[]))
+    context = Context("", [*loop.messages, *groups], [])
+    got = convert_messages(GPT, context, memo=memo)
+    assert got == convert_messages(GPT, context)
+    assert got[-1]["tool_call_id"] not in ("call_5", "call_5_2")
 
 
 def test_a_result_naming_an_earlier_call_takes_that_calls_id() -> None:

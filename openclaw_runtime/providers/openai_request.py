@@ -29,7 +29,7 @@ from ..transcript.tool_call_ids import (
     normalize_tool_call_ids,
     tool_call_id_mode,
 )
-from .request_memo import RequestMemo
+from .request_memo import RequestMemo, Taken
 
 __all__ = [
     "ChatConversion",
@@ -68,8 +68,8 @@ def convert_messages(
     Tool-call ids are rewritten to the endpoint's id rules (``tool_call_id_mode``), calls
     and results alike, so ids minted by another API (Responses' ``call|fc`` ids) replay.
 
-    With ``memo``, a request that resends the previous one's messages and adds clean tool
-    groups converts only those (``providers.request_memo``, rules in ``ChatConversion``).
+    With ``memo``, a request that resends the previous one's messages (or a part of them)
+    converts only what it adds (``providers.request_memo``, rules in ``ChatConversion``).
     """
     images_ok = "image" in model.input
     system_role = (model.compat or {}).get("system_role", "system")
@@ -88,14 +88,14 @@ def convert_messages(
 class ChatConversion:
     """Chat Completions' conversion as the request memo needs it.
 
-    Every message converts alone and nothing merges; only the id rule has state. A group
-    (an assistant turn with calls, then results) converts alone as it would in place when
-    the rule keeps its calls' ids as they are (valid, not taken before, not twice) and each
-    result answers one call of the group, a different one each (a result naming no call of
-    its turn would take the id the rule gave an earlier call with that raw id). The ids
-    taken before are every id the rule gave out, failed turns' included (not replayed, but
-    the rule saw them): a raw id it saw before is one of them, or is not valid as it is.
-    With ids kept (``keep``), any group.
+    Every message converts alone and nothing merges; only the id rule has state. A unit (a
+    message that is not a tool result, then the results after it) converts alone as it
+    would in place when the rule keeps its calls' ids as they are (valid, not taken before,
+    not twice) and each result answers one call of the unit, a different one each (a result
+    naming no call of its turn would take the id the rule gave an earlier call with that raw
+    id). The ids taken before are every id the rule gave out, with the message it came from,
+    failed turns' included (not replayed, but the rule saw them): a raw id it saw before is
+    one of them, or is not valid as it is. With ids kept (``keep``), any unit.
     """
 
     __slots__ = ("_id_mode", "_images_ok")
@@ -104,23 +104,24 @@ class ChatConversion:
         self._id_mode = id_mode
         self._images_ok = images_ok
 
-    def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-        """The messages and the ids the rule took, each at the first message it made after."""
+    def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], Taken]:
+        """The messages and the ids the rule gave out, each with the first message it came
+        from."""
         taken: dict[str, int] = {}
-        return _converted(messages, self._id_mode, self._images_ok, taken), taken
+        return _converted(messages, self._id_mode, self._images_ok, taken), Taken({}, taken)
 
-    def group(self, group: Sequence[Message]) -> list[dict[str, Any]]:
-        """One group's messages."""
-        return _converted(group, self._id_mode, self._images_ok)
+    def part(self, units: Sequence[Message]) -> list[dict[str, Any]]:
+        """The units' messages."""
+        return _converted(units, self._id_mode, self._images_ok)
 
-    def clean(self, group: Sequence[Message], taken: Callable[[str], bool]) -> bool:
-        """The group's ids kept by the rule, each result answering its own call."""
+    def clean(self, unit: Sequence[Message], taken: Callable[[str], bool]) -> bool:
+        """The unit's ids kept by the rule, each result answering its own call."""
         if self._id_mode == "keep":
             return True
-        turn = group[0]
-        assert isinstance(turn, AssistantMessage)
+        turn = unit[0]
         calls: set[str] = set()
-        for block in turn.content:
+        content = turn.content if isinstance(turn, AssistantMessage) else ()
+        for block in content:
             if not isinstance(block, ToolCall):
                 continue
             call_id = block.id
@@ -129,16 +130,16 @@ class ChatConversion:
             if not is_valid_tool_call_id(call_id, self._id_mode):
                 return False
             calls.add(call_id)
-        for result in group[1:]:
+        for result in unit[1:]:
             assert isinstance(result, ToolResultMessage)
             if result.tool_call_id not in calls:
                 return False  # no call of the turn, or one answered already
             calls.discard(result.tool_call_id)
         return True
 
-    def opens_after(self, param: Any) -> bool:
+    def joins(self, before: Any, after: Any) -> bool:
         """Messages never merge."""
-        return True
+        return False
 
 
 def _converted(
@@ -148,11 +149,11 @@ def _converted(
     taken: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """The messages without the system prompt (``taken``, when given, gets every id the id
-    rule gave out, failed turns' included, with the number of messages made before)."""
+    rule gave out, failed turns' included, with the index of the message it came from)."""
     out: list[dict[str, Any]] = []
-    for message in normalize_tool_call_ids(messages, id_mode):
+    for index, message in enumerate(normalize_tool_call_ids(messages, id_mode)):
         if taken is not None:
-            _take_ids(taken, len(out), message)
+            _take_ids(taken, index, message)
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _user_content(message.content, images_ok)})
         elif isinstance(message, AssistantMessage):

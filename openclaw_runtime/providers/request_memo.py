@@ -1,26 +1,28 @@
-"""A tool loop's request messages without converting the whole history at every request.
+"""A session's requests without converting the whole history at every request.
 
 A provider turns the transcript into its API's messages (*params*) before every request:
-the replay transform, tool-call ids made valid and unique, one param per turn. Inside a tool
-loop each request resends the previous one's messages (the very same objects) and adds whole
-tool groups, so :class:`RequestMemo` keeps the previous request's messages and params with
-the places where a group started after a tool result or a prompt (*cuts*: there the params of
-what came before are final). When the new request shares the previous one's messages up to a
-cut (all of them, or up to the last group's turn, which an older Claude model's sanitizer
-hands back as a copy without its thinking) and goes on with *clean groups*, only those are
-converted. A group is an assistant turn with tool calls followed by tool results; what makes
-it *clean* is the provider's to say (:class:`Conversion`), since it is what its conversion
-does that decides whether the group converts alone as it would in place:
+the replay transform, tool-call ids made valid and unique, one param per turn, perhaps
+same-role turns merged. Inside a tool loop each request resends the previous one's messages
+(the very same objects) and adds a tool group; a turn's first request resends the history
+before the previous turn as the same objects and the previous turn as copies (the session's
+own), then the new prompt. :class:`RequestMemo` keeps the previous request's messages and
+params with *cuts*: the end of the request and the start of its last *unit* (a message that
+is not a tool result, with the results after it: a tool group, an answer, a prompt), where
+the params of what came before are final when what follows starts with a unit. When the new
+request shares the previous one's messages up to a cut and goes on with units, only those
+are converted (together, as one list), and the result is the same as converting everything
+when:
 
-* a replay transform whose state starts over at every assistant turn (``providers.replay``:
-  a call of the previous turn without a result gets its synthetic result there or at the
-  end, the same place) and works message by message otherwise;
-* an id rule that keeps every call id of the group as it is and gives its results the same:
-  then nothing of its state matters but the ids taken before the cut
-  (:meth:`Conversion.whole` names them, each with the first param it was taken at; the memo
-  adds the ids of each group it converts);
-* params that merge with nothing before them (:meth:`Conversion.opens_after`: Anthropic
-  merges same-role turns, so the part before the cut must end with a user param).
+* the units are *clean*, which is the provider's to say (:class:`Conversion`), since it is
+  what its conversion does that decides it: a replay transform whose state starts over at
+  every assistant turn and prompt (``providers.replay``: a call of the previous turn without
+  a result gets its synthetic result there or at the end, the same place) and works message
+  by message otherwise; an id rule that keeps every call id of the units as it is and gives
+  their results the same (then nothing of its state matters but the ids taken before the
+  cut: :meth:`Conversion.whole` names them, each with the first param or message it was
+  taken at; the memo adds the units' ids with their messages);
+* the first param of the units does not merge into the last param before the cut
+  (:meth:`Conversion.joins`: Anthropic merges same-role turns), checked on the params.
 
 Anything else converts everything, as before. The params are shared between requests, so
 they must not be changed: a caller that marks them (cache markers) marks copies, and a
@@ -32,12 +34,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .._prefix import shared_prefix_length
-from ..messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from ..messages import AssistantMessage, ToolCall, ToolResultMessage
 
-__all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "request_memo_of"]
+__all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "Taken", "request_memo_of"]
 
 #: How many conversations' params are kept (each about the size of its request body).
 CONVERSATIONS_KEPT = 8
@@ -49,42 +51,45 @@ Key = tuple[Any, ...]
 class Conversion(Protocol):
     """One provider's conversion of a request's messages, as the memo needs it."""
 
-    def whole(self, messages: Sequence[Any]) -> tuple[Params, dict[str, int]]:
-        """The params of ``messages`` and, for each tool-call id the conversion took (as it
-        went in or as it came out), the index of the first param it was taken at (the
-        number of params made before, for a turn that made none)."""
+    def whole(self, messages: Sequence[Any]) -> tuple[Params, Taken]:
+        """The params of ``messages`` and the tool-call ids the conversion took, each with
+        the index of the first param it appears in or of the first message that took it
+        (``Taken``: a cut after that param or message counts it as taken)."""
         ...
 
-    def group(self, group: Sequence[Any]) -> Params:
-        """The params of one group converted alone."""
+    def part(self, units: Sequence[Any]) -> Params:
+        """The params of ``units`` (messages that start with a unit) converted alone."""
         ...
 
-    def clean(self, group: Sequence[Any], taken: Callable[[str], bool]) -> bool:
-        """Whether ``group`` (an assistant turn with calls, then results) converts alone as
-        it would after the part before the cut, whose ids ``taken`` answers."""
+    def clean(self, unit: Sequence[Any], taken: Callable[[str], bool]) -> bool:
+        """Whether ``unit`` (a message that is not a tool result, then the results after it)
+        converts alone as it would after the part before the cut, whose ids ``taken``
+        answers."""
         ...
 
-    def opens_after(self, param: Any) -> bool:
-        """Whether a group's params may follow ``param`` without merging into it."""
+    def joins(self, before: Any, after: Any) -> bool:
+        """Whether the param ``after`` merges into the param ``before`` it."""
         ...
+
+
+class Taken(NamedTuple):
+    """Tool-call ids a conversion took: id → the first param it appears in, id → the first
+    message that took it (a turn that makes no param may still take ids)."""
+
+    by_param: dict[str, int]
+    by_message: dict[str, int]
 
 
 class _Conversation:
-    __slots__ = ("cuts", "first_use", "inputs", "key", "params")
+    __slots__ = ("cuts", "inputs", "key", "params", "taken")
 
-    def __init__(
-        self, key: Key, inputs: list[Any], params: Params, first_use: dict[str, int]
-    ) -> None:
+    def __init__(self, key: Key, inputs: list[Any], params: Params) -> None:
         self.key = key
         self.inputs = inputs
         self.params = params
-        #: (messages, params): where the params of ``inputs[:messages]`` end, at each place
-        #: a group started after a tool result or a prompt (and at the end, after one): a cut
+        #: (messages, params): where the params of ``inputs[:messages]`` end, at each cut
         self.cuts: list[tuple[int, int]] = []
-        if inputs and _ends_a_part(inputs[-1]):
-            self.cuts.append((len(inputs), len(params)))
-        #: call id → the param it was first taken at
-        self.first_use = first_use
+        self.taken = Taken({}, {})
 
 
 class RequestMemo:
@@ -98,9 +103,9 @@ class RequestMemo:
 
     def convert(self, messages: Sequence[Any], key: Key, conversion: Conversion) -> Params:
         """``conversion.whole(messages)``'s params, or the previous params up to a cut plus
-        the params of each clean group added after it (the same params). ``key`` names
-        everything else the params depend on (the model, its switches). Not to be changed by
-        the caller."""
+        the params of the clean units after it (the same params). ``key`` names everything
+        else the params depend on (the model, its switches). Not to be changed by the
+        caller."""
         if not messages:
             return conversion.whole(messages)[0]
         head = id(messages[0])
@@ -110,9 +115,10 @@ class RequestMemo:
             if params is not None:
                 self._conversations.move_to_end(head)
                 return params
-        params, first_use = conversion.whole(messages)
-        conversation = _Conversation(key, list(messages), params, first_use)
-        _cut_before_last_group(conversation, conversion)
+        params, taken = conversion.whole(messages)
+        conversation = _Conversation(key, list(messages), params)
+        conversation.taken = taken
+        _add_end_cuts(conversation, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)
         while len(self._conversations) > self._kept:
@@ -120,92 +126,87 @@ class RequestMemo:
         return params
 
 
-def _cut_before_last_group(conversation: _Conversation, conversion: Conversion) -> None:
-    """After a whole conversion: a cut before the last group too, when that group (an
-    assistant turn with calls and its results) follows a tool result or a prompt, so that
-    the next request may hand it back as a copy. The params before it are final there
-    whatever the group holds (module docstring); how many params the group made is what it
-    makes converted alone."""
+def _add_end_cuts(conversation: _Conversation, conversion: Conversion) -> None:
+    """Cuts at the end of the request and at the start of its last unit (which the next
+    request may resend as a copy: a tool group an older Claude model's sanitizer hands back
+    without its thinking, the prompt of a turn the session saved). The params before the
+    last unit are final there when the unit's params, converted alone, end the params
+    unchanged (nothing merged across)."""
     inputs, params = conversation.inputs, conversation.params
     start = len(inputs)
     while start > 0 and type(inputs[start - 1]) is ToolResultMessage:
         start -= 1
-    start -= 1  # the group's assistant turn
-    if start < 1 or type(inputs[start]) is not AssistantMessage:
-        return
-    if not _ends_a_part(inputs[start - 1]):
-        return
-    kept = len(params) - len(conversion.group(inputs[start:]))
-    if kept >= 0:
-        conversation.cuts.insert(0, (start, kept))
-
-
-def _ends_a_part(message: Any) -> bool:
-    """Whether a cut may follow ``message``: a tool result, or a prompt with text (its param
-    is a user param, which an assistant turn's does not merge with; a blank prompt may have
-    none)."""
-    if type(message) is ToolResultMessage:
-        return True
-    content = getattr(message, "content", None)
-    return type(message) is UserMessage and isinstance(content, str) and bool(content.strip())
+    start -= 1  # the last unit's first message
+    if start >= 1:
+        tail = conversion.part(inputs[start:])
+        kept = len(params) - len(tail)
+        if kept >= 0 and params[kept:] == tail:
+            conversation.cuts.append((start, kept))
+    conversation.cuts.append((len(inputs), len(params)))
 
 
 def _appended(
     known: _Conversation, messages: Sequence[Any], conversion: Conversion
 ) -> Params | None:
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
-    the clean groups after it (and ``known`` moved on to them), or ``None``."""
+    the clean units after it (and ``known`` moved on to them), or ``None``."""
     shared = shared_prefix_length(known.inputs, messages)
     cut = next((c for c in reversed(known.cuts) if c[0] <= shared), None)
     if cut is None or cut[0] >= len(messages):
         return None
     count, kept = cut
-    if kept and not conversion.opens_after(known.params[kept - 1]):
-        return None  # the part before ends with a param the next group's would merge into
-    first_use = known.first_use
-    groups = _groups(messages[count:])
-    if groups is None:
+    units = _units(messages[count:])
+    if units is None:
         return None
-    added: set[str] = set()
+    by_param, by_message = known.taken
+    added: dict[str, int] = {}
 
     def taken(call_id: str) -> bool:
-        return call_id in added or first_use.get(call_id, kept) < kept
+        return (
+            call_id in added
+            or by_param.get(call_id, kept) < kept
+            or by_message.get(call_id, count) < count
+        )
 
-    for group in groups:
-        if not conversion.clean(group, taken):
-            return None
-        added.update(_call_ids(group[0]))
-    params = known.params[:kept]
-    cuts = [c for c in known.cuts if c[0] < count]
     position = count
-    for group in groups:
-        cuts.append((position, len(params)))
-        for call_id in _call_ids(group[0]):
-            first_use[call_id] = len(params)
-        params.extend(conversion.group(group))
-        position += len(group)
-    cuts.append((position, len(params)))
-    known.inputs, known.params, known.cuts = list(messages), params, cuts
+    for unit in units:
+        if not conversion.clean(unit, taken):
+            return None
+        for call_id in _call_ids(unit[0]):
+            added.setdefault(call_id, position)
+        position += len(unit)
+    new = conversion.part(messages[count:])
+    if kept and new and conversion.joins(known.params[kept - 1], new[0]):
+        return None
+    by_message.update(added)
+    known.params = params = known.params[:kept] + new
+    known.inputs = list(messages)
+    known.cuts = [c for c in known.cuts if c[0] < count]
+    if len(units) == 1:  # its start is the cut just used: the last unit's
+        known.cuts += [(count, kept), (len(messages), len(params))]
+    else:
+        _add_end_cuts(known, conversion)
     return params
 
 
-def _groups(added: Sequence[Any]) -> list[list[Any]] | None:
-    """``added`` split into groups (an assistant turn with calls, then its results), or
-    ``None`` when it holds anything else."""
-    groups: list[list[Any]] = []
+def _units(added: Sequence[Any]) -> list[list[Any]] | None:
+    """``added`` split into units (a message that is not a tool result, then the results
+    after it), or ``None`` when it starts with a result (a late one: its call's synthetic
+    result is in the params before)."""
+    units: list[list[Any]] = []
     for message in added:
-        if type(message) is ToolResultMessage and groups:
-            groups[-1].append(message)
-            continue
-        if type(message) is not AssistantMessage:
-            return None
-        if not any(isinstance(block, ToolCall) for block in message.content):
-            return None
-        groups.append([message])
-    return groups
+        if type(message) is ToolResultMessage:
+            if not units:
+                return None
+            units[-1].append(message)
+        else:
+            units.append([message])
+    return units
 
 
-def _call_ids(message: AssistantMessage) -> list[str]:
+def _call_ids(message: Any) -> list[str]:
+    if type(message) is not AssistantMessage:
+        return []
     return [block.id for block in message.content if isinstance(block, ToolCall)]
 
 

@@ -11,7 +11,8 @@ requests do to the history, mostly adding tool groups, sometimes the odd thing:
 * thinking (signed, unsigned), text beside the calls, another model's turn, a failed turn,
   a missing, stray or late result, an error result, an image in a result;
 * a final answer and a prompt (sometimes blank);
-* the last few messages handed back as copies (what a sanitizer does), or the history cut.
+* the last few messages handed back as copies (what a sanitizer does to a group, what a
+  session does to the previous turn at the next turn's start), or the history cut.
 
 A memo must give, at every request, what converting ``messages`` from scratch gives.
 """
@@ -136,7 +137,7 @@ class RandomToolLoop:
             prompt = f"next {len(self.messages)}" if self.rng.random() < 0.8 else "  "
             self.messages.append(UserMessage(content=prompt))
         elif roll < 0.93 and len(self.messages) > 1:
-            back = self.rng.randint(1, min(3, len(self.messages) - 1))
+            back = self.rng.randint(1, min(self.rng.choice([3, 12]), len(self.messages) - 1))
             copies = [m.model_copy() for m in self.messages[-back:]]
             self.messages[-back:] = copies
         else:

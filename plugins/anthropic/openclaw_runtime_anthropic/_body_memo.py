@@ -2,21 +2,23 @@
 
 ``convert_messages`` turns the transcript into the Messages API's ``messages`` before every
 request: the replay transform, tool-call ids made valid and unique, one param per turn,
-same-role turns merged. Through ``openclaw_runtime.providers.request_memo`` a tool loop's
-request converts only the groups it adds, when each is *clean*:
+same-role turns merged. Through ``openclaw_runtime.providers.request_memo`` a request
+converts only the units (tool groups, answers, prompts) it adds after the part the previous
+request sent, when each is *clean*:
 
-* the group is an assistant turn with calls whose ids the id rule keeps as they are (valid,
-  not taken before, not twice), followed by tool results (any: the transform drops a result
-  that answers no call of its turn, and adds one for a call without);
-* the replay transform then treats the group alone as it would in place (its state starts
-  over at every assistant turn and works message by message otherwise: another model's
-  turn, a failed turn, images for a text-only model);
-* the id rule keeps every call id of the group and gives its results the same, so nothing
-  of its state matters but the ids taken before (calls and results of the params: an id
-  seen before is one taken, unless the rule rewrote it, and then it is not valid as it is);
-* the group's params merge with nothing before them: the part before the cut ends with a
-  user param (its last tool results or prompt may have been dropped, a failed turn's
-  results say), and a group opens with an assistant param (its calls).
+* its assistant turn's call ids are kept as they are by the id rule (valid, not taken
+  before, not twice); tool results may be anything (the transform drops a result that
+  answers no call of its turn, and adds one for a call without);
+* the replay transform then treats the units alone as it would in place (its state starts
+  over at every assistant turn and prompt and works message by message otherwise: another
+  model's turn, a failed turn, images for a text-only model);
+* the id rule keeps every call id of the units and gives their results the same, so nothing
+  of its state matters but the ids taken before: every one of them is in the params (the
+  transform drops a failed turn's calls before the rule sees them), so the params name them
+  (an id seen before is one taken, unless the rule rewrote it, and then it is not valid as
+  it is).
+
+Their params must not merge into the last param before them (same role: ``joins``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from openclaw_runtime.messages import AssistantMessage, ToolCall
+from openclaw_runtime.providers.request_memo import Taken
 from openclaw_runtime.transcript.tool_call_ids import is_valid_tool_call_id
 
 __all__ = ["MessagesConversion"]
@@ -33,27 +36,28 @@ Params = list[dict[str, Any]]
 
 
 class MessagesConversion:
-    """One request's conversion (``convert`` of a whole list or of one group) with the
-    Messages API's rules for the memo (module docstring)."""
+    """One request's conversion (``convert`` of a whole list or of the units a request
+    adds) with the Messages API's rules for the memo (module docstring)."""
 
     __slots__ = ("_convert",)
 
     def __init__(self, convert: Callable[[Sequence[Any]], Params]) -> None:
         self._convert = convert
 
-    def whole(self, messages: Sequence[Any]) -> tuple[Params, dict[str, int]]:
+    def whole(self, messages: Sequence[Any]) -> tuple[Params, Taken]:
         """The params and the first param each call id appears in (calls and results)."""
         params = self._convert(messages)
-        return params, _first_uses(params)
+        return params, Taken(_first_uses(params), {})
 
-    def group(self, group: Sequence[Any]) -> Params:
-        """One group's params."""
-        return self._convert(group)
+    def part(self, units: Sequence[Any]) -> Params:
+        """The units' params."""
+        return self._convert(units)
 
-    def clean(self, group: Sequence[Any], taken: Callable[[str], bool]) -> bool:
-        """Every call id of the group's turn kept as it is by the id rule."""
-        turn = group[0]
-        assert isinstance(turn, AssistantMessage)
+    def clean(self, unit: Sequence[Any], taken: Callable[[str], bool]) -> bool:
+        """Every call id of the unit's turn (if an assistant's) kept as it is by the rule."""
+        turn = unit[0]
+        if not isinstance(turn, AssistantMessage):
+            return True
         seen: set[str] = set()
         for block in turn.content:
             if not isinstance(block, ToolCall):
@@ -64,9 +68,9 @@ class MessagesConversion:
             seen.add(call_id)
         return True
 
-    def opens_after(self, param: dict[str, Any]) -> bool:
-        """A group's assistant param merges into an assistant param before it."""
-        return param.get("role") == "user"
+    def joins(self, before: dict[str, Any], after: dict[str, Any]) -> bool:
+        """Turns of one role in a row merge."""
+        return before.get("role") == after.get("role")
 
 
 def _param_ids(param: dict[str, Any]) -> list[str]:

@@ -37,7 +37,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from openclaw_runtime.providers.request_memo import RequestMemo
+from openclaw_runtime.providers.request_memo import RequestMemo, Taken
 from openclaw_runtime.transcript.tool_call_ids import normalize_tool_call_ids
 
 from ._replay import prepare_replay_messages
@@ -248,9 +248,9 @@ def convert_messages(
     follow OpenClaw's Gemini replay rule (``toolCallIdMode: "strict"``): at most 40
     alphanumerics, collision-free, identical for a call and its response.
 
-    With ``memo``, a request that resends the previous one's messages and adds tool groups
-    converts only those (``providers.request_memo``; ``ContentsConversion`` says why any
-    group converts alone). The contents are then shared with the memo: not to be changed.
+    With ``memo``, a request that resends the previous one's messages (or a part of them)
+    converts only what it adds (``providers.request_memo``; ``ContentsConversion`` says why
+    any unit converts alone).
     Models that take ids convert everything (the id rule's state spans the history).
     """
     if memo is not None and not requires_tool_call_id(model.id):
@@ -262,10 +262,11 @@ def convert_messages(
 class ContentsConversion:
     """Gemini's conversion as the request memo needs it, for models that take no ids.
 
-    Every group (an assistant turn with calls, then results) converts alone as it would in
-    place: the replay transform starts over at every assistant turn (``providers.replay``),
-    a run of results (and the image turns an older Gemini gets after it) ends at the next
-    assistant turn, contents never merge, and no id is rewritten, so none is taken.
+    Every unit (a message that is not a tool result, then the results after it) converts
+    alone as it would in place: the replay transform starts over at every assistant turn
+    and prompt (``providers.replay``), a run of results (and the image turns an older Gemini
+    gets after it) ends at the next one, contents never merge, and no id is rewritten, so
+    none is taken.
     """
 
     __slots__ = ("_model",)
@@ -273,21 +274,21 @@ class ContentsConversion:
     def __init__(self, model: Model) -> None:
         self._model = model
 
-    def whole(self, messages: Sequence[Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    def whole(self, messages: Sequence[Any]) -> tuple[list[dict[str, Any]], Taken]:
         """All contents; no id taken."""
-        return _converted(messages, self._model), {}
+        return _converted(messages, self._model), Taken({}, {})
 
-    def group(self, group: Sequence[Any]) -> list[dict[str, Any]]:
-        """One group's contents."""
-        return _converted(group, self._model)
+    def part(self, units: Sequence[Any]) -> list[dict[str, Any]]:
+        """The units' contents."""
+        return _converted(units, self._model)
 
-    def clean(self, group: Sequence[Any], taken: Callable[[str], bool]) -> bool:
-        """Any group converts alone."""
+    def clean(self, unit: Sequence[Any], taken: Callable[[str], bool]) -> bool:
+        """Any unit converts alone."""
         return True
 
-    def opens_after(self, param: Any) -> bool:
+    def joins(self, before: Any, after: Any) -> bool:
         """Contents never merge."""
-        return True
+        return False
 
 
 def _converted(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
