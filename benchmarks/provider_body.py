@@ -11,7 +11,9 @@ with the memo (what a run does) and without it (``on_payload`` set: a hook that 
 the body turns the memo off, the conversion before the memo). Printed per side: process CPU
 per request, median over the rounds (the mean over the loop's requests in each round), and
 its ratio to serializing that body (``orjson.dumps``, measured the same way): what building
-costs above sending. The two bodies are checked equal once per request.
+costs above sending. The two bodies are checked equal once per request. A row ``turn``
+times a turn's first request instead: after a five-call turn, the history with that turn
+resent as copies (what a session's history is at a turn's start) and a new prompt.
 
 Run:  .venv/bin/python benchmarks/provider_body.py [--provider anthropic google openai]
       [--history 0 1000 10000] [--k 10 50] [--rounds 5]
@@ -172,37 +174,67 @@ def main() -> None:
     )
     gc.disable()
     for target in targets:
-        options = target.options
-        no_memo = replace(options, on_payload=lambda body, model: None)
         for size in args.history:
             start = history(target, size)
             for k in args.k:
-                requests = loop(target, start, k)
-                sides: dict[str, list[float]] = {"memo": [], "whole": [], "dumps": []}
-                for _ in range(args.rounds):
-                    provider = target.make_provider()
-                    spent = {name: 0.0 for name in sides}
-                    for messages in requests:
-                        context = Context("You are a helpful agent.", messages, [])
-                        begin = time.process_time()
-                        body = provider.build_body(target.model, context, options)
-                        spent["memo"] += time.process_time() - begin
-                        begin = time.process_time()
-                        whole = provider.build_body(target.model, context, no_memo)
-                        spent["whole"] += time.process_time() - begin
-                        begin = time.process_time()
-                        orjson.dumps(whole)
-                        spent["dumps"] += time.process_time() - begin
-                        assert body == whole, f"{target.name}: the memo's body differs"
-                    for name in sides:
-                        sides[name].append(spent[name] / len(requests))
-                med = {name: statistics.median(values) * 1e6 for name, values in sides.items()}
-                print(
-                    f"  {target.name:<10} {size:>8,} {k:>4} {med['memo']:>12,.0f} "
-                    f"{med['whole']:>13,.0f} {med['dumps']:>13,.0f} "
-                    f"{med['memo'] / med['dumps']:>10.1f}× {med['whole'] / med['dumps']:>11.1f}×"
-                )
-                gc.collect()
+                report(target, size, str(k), loop(target, start, k), args.rounds)
+            requests = turn_start(target, start)
+            report(target, size, "turn", requests, args.rounds, timed=len(requests) - 1)
+
+
+def turn_start(target: Target, start: list[Any]) -> list[list[Any]]:
+    """The requests of a tool-loop turn of five calls after ``start``, then the next turn's
+    first request: the previous turn resent as copies (what a session's history is at a
+    turn's start), a new prompt."""
+    requests = loop(target, start, 5)
+    turn = requests[-1]
+    model = target.model
+    answer = AssistantMessage(
+        content=[TextContent(text="Done.")],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        stop_reason="stop",
+    )
+    previous = [message.model_copy() for message in turn[len(start) :]] + [answer]
+    return [*requests, [*start, *previous, UserMessage(content="And now the next one.")]]
+
+
+def report(
+    target: Target, size: int, label: str, requests: list[list[Any]], rounds: int, timed: int = 0
+) -> None:
+    """Build every request's body with and without the memo; print the per-request costs of
+    the requests from ``timed`` on."""
+    options = target.options
+    no_memo = replace(options, on_payload=lambda body, model: None)
+    sides: dict[str, list[float]] = {"memo": [], "whole": [], "dumps": []}
+    for _ in range(rounds):
+        provider = target.make_provider()
+        spent = {name: 0.0 for name in sides}
+        for index, messages in enumerate(requests):
+            context = Context("You are a helpful agent.", messages, [])
+            begin = time.process_time()
+            body = provider.build_body(target.model, context, options)
+            memo = time.process_time() - begin
+            begin = time.process_time()
+            whole = provider.build_body(target.model, context, no_memo)
+            middle = time.process_time()
+            orjson.dumps(whole)
+            end = time.process_time()
+            assert body == whole, f"{target.name}: the memo's body differs"
+            if index >= timed:
+                spent["memo"] += memo
+                spent["whole"] += middle - begin
+                spent["dumps"] += end - middle
+        for name in sides:
+            sides[name].append(spent[name] / (len(requests) - timed))
+    med = {name: statistics.median(values) * 1e6 for name, values in sides.items()}
+    print(
+        f"  {target.name:<10} {size:>8,} {label:>4} {med['memo']:>12,.0f} "
+        f"{med['whole']:>13,.0f} {med['dumps']:>13,.0f} "
+        f"{med['memo'] / med['dumps']:>10.1f}× {med['whole'] / med['dumps']:>11.1f}×"
+    )
+    gc.collect()
 
 
 if __name__ == "__main__":
