@@ -152,9 +152,9 @@ def _appended(
     the clean units after it (and ``known`` moved on to them), or ``None``."""
     shared = shared_prefix_length(known.inputs, messages)
     cut = next((c for c in reversed(known.cuts) if c[0] <= shared), None)
-    if cut is None or cut[0] >= len(messages):
+    if cut is None:
         return None
-    count, kept = cut
+    count, kept = cut  # at the end of ``messages``: a request sent again, or cut short
     units = _units(messages[count:])
     if units is None:
         return None
@@ -175,7 +175,7 @@ def _appended(
         for call_id in _call_ids(unit[0]):
             added.setdefault(call_id, position)
         position += len(unit)
-    new = conversion.part(messages[count:])
+    new = conversion.part(messages[count:]) if units else []
     if kept and new and conversion.joins(known.params[kept - 1], new[0]):
         return None
     by_message.update(added)

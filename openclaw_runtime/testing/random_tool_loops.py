@@ -11,6 +11,7 @@ requests do to the history, mostly adding tool groups, sometimes the odd thing:
 * thinking (signed, unsigned), text beside the calls, another model's turn, a failed turn,
   a missing, stray or late result, an error result, an image in a result;
 * a final answer and a prompt (sometimes blank);
+* the same request again (a retry);
 * the last few messages handed back as copies (what a sanitizer does to a group, what a
   session does to the previous turn at the next turn's start), or the history cut.
 
@@ -132,11 +133,13 @@ class RandomToolLoop:
         elif roll < 0.75:
             for _ in range(self.rng.choice([1, 1, 2])):
                 self.group()
-        elif roll < 0.85:
+        elif roll < 0.84:
             self.messages.append(self.assistant([TextContent(text="so")], "stop"))
             prompt = f"next {len(self.messages)}" if self.rng.random() < 0.8 else "  "
             self.messages.append(UserMessage(content=prompt))
-        elif roll < 0.93 and len(self.messages) > 1:
+        elif roll < 0.88:
+            pass  # the same request again (a retry)
+        elif roll < 0.95 and len(self.messages) > 1:
             back = self.rng.randint(1, min(self.rng.choice([3, 12]), len(self.messages) - 1))
             copies = [m.model_copy() for m in self.messages[-back:]]
             self.messages[-back:] = copies
