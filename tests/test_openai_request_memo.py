@@ -162,9 +162,8 @@ def test_ids_kept_as_they_are_reuse_the_history_even_when_repeated(
     assert converted == [3, 2, 2]  # after the first, each request converted its group alone
 
 
-def test_a_request_sent_again_converts_only_its_last_unit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A retry (the same messages again, after a rate limit, say) reuses the params; only the
-    last unit is converted again, to place the cut before it."""
+def test_a_request_sent_again_converts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retry (the same messages again, after a rate limit, say) reuses the params."""
     sizes = counted(monkeypatch)
     loop = RandomToolLoop(2, GPT)
     for _ in range(5):
@@ -174,7 +173,7 @@ def test_a_request_sent_again_converts_only_its_last_unit(monkeypatch: pytest.Mo
     first = convert_messages(GPT, context, memo=memo)
     before = len(sizes)
     assert convert_messages(GPT, context, memo=memo) == first
-    assert max(sizes[before:]) <= 3, sizes[before:]  # the last group, not the history
+    assert sizes[before:] == []
 
 
 def test_the_provider_builds_its_body_through_the_memo_unless_a_hook_may_rewrite_it() -> None:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .._prefix import shared_prefix_length
-from ..messages import AssistantMessage, ToolCall, ToolResultMessage
+from ..messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
 __all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "Taken", "request_memo_of"]
 
@@ -127,22 +127,31 @@ class RequestMemo:
 
 
 def _add_end_cuts(conversation: _Conversation, conversion: Conversion) -> None:
-    """Cuts at the end of the request and at the start of its last unit (which the next
-    request may resend as a copy: a tool group an older Claude model's sanitizer hands back
-    without its thinking, the prompt of a turn the session saved). The params before the
-    last unit are final there when the unit's params, converted alone, end the params
-    unchanged (nothing merged across)."""
+    """Cuts at the start of the request's last prompt, at the start of its last unit and at
+    its end. The next request may resend the last unit as a copy (a tool group an older
+    Claude model's sanitizer hands back without its thinking); the next turn resends the
+    whole turn (the session's copies, and an older Claude model's without their thinking).
+    The params before such a start are final there when what follows, converted alone, ends
+    the params unchanged (nothing merged across, no id rewritten)."""
     inputs, params = conversation.inputs, conversation.params
     start = len(inputs)
     while start > 0 and type(inputs[start - 1]) is ToolResultMessage:
         start -= 1
     start -= 1  # the last unit's first message
-    if start >= 1:
-        tail = conversion.part(inputs[start:])
-        kept = len(params) - len(tail)
-        if kept >= 0 and params[kept:] == tail:
-            conversation.cuts.append((start, kept))
-    conversation.cuts.append((len(inputs), len(params)))
+    prompt = start
+    while prompt > 0 and type(inputs[prompt]) is not UserMessage:
+        prompt -= 1
+    if 2 * (len(inputs) - prompt) > len(inputs):
+        prompt = start  # a turn longer than the history before it: not worth converting twice
+    cuts = conversation.cuts
+    for position in sorted({prompt, start}):
+        if position >= 1 and (not cuts or position > cuts[-1][0]):  # in order, once
+            tail = conversion.part(inputs[position:])
+            kept = len(params) - len(tail)
+            if kept >= 0 and params[kept:] == tail:
+                cuts.append((position, kept))
+    if not cuts or len(inputs) > cuts[-1][0]:
+        cuts.append((len(inputs), len(params)))
 
 
 def _appended(
@@ -181,9 +190,9 @@ def _appended(
     by_message.update(added)
     known.params = params = known.params[:kept] + new
     known.inputs = list(messages)
-    known.cuts = [c for c in known.cuts if c[0] < count]
+    known.cuts = [c for c in known.cuts if c[0] <= count]  # the one used among them
     if len(units) == 1:  # its start is the cut just used: the last unit's
-        known.cuts += [(count, kept), (len(messages), len(params))]
+        known.cuts.append((len(messages), len(params)))
     else:
         _add_end_cuts(known, conversion)
     return params
