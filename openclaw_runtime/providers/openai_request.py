@@ -141,6 +141,10 @@ class ChatConversion:
         """Messages never merge."""
         return False
 
+    def settled(self, params: list[dict[str, Any]]) -> int:
+        """Every one: a message converts the same whatever follows."""
+        return len(params)
+
 
 def _converted(
     messages: Sequence[Message],

@@ -22,7 +22,9 @@ when:
   cut: :meth:`Conversion.whole` names them, each with the first param or message it was
   taken at; the memo adds the units' ids with their messages);
 * the first param of the units does not merge into the last param before the cut
-  (:meth:`Conversion.joins`: Anthropic merges same-role turns), checked on the params.
+  (:meth:`Conversion.joins`: Anthropic merges same-role turns), checked on the params;
+* no param before the cut changes when more follows (:meth:`Conversion.settled`: no cut is
+  placed after such a param).
 
 Anything else converts everything, as before. The params are shared between requests, so
 they must not be changed: a caller that marks them (cache markers) marks copies, and a
@@ -69,6 +71,12 @@ class Conversion(Protocol):
 
     def joins(self, before: Any, after: Any) -> bool:
         """Whether the param ``after`` merges into the param ``before`` it."""
+        ...
+
+    def settled(self, params: Params) -> int:
+        """How many leading params stay as they are whatever a later request adds (all of
+        them, unless a param depends on being near the end: Anthropic's active tool turn
+        keeps its thinking when thinking is off, and loses it once another turn follows)."""
         ...
 
 
@@ -134,6 +142,7 @@ def _add_end_cuts(conversation: _Conversation, conversion: Conversion) -> None:
     The params before such a start are final there when what follows, converted alone, ends
     the params unchanged (nothing merged across, no id rewritten)."""
     inputs, params = conversation.inputs, conversation.params
+    settled = conversion.settled(params)
     start = len(inputs)
     while start > 0 and type(inputs[start - 1]) is ToolResultMessage:
         start -= 1
@@ -148,9 +157,9 @@ def _add_end_cuts(conversation: _Conversation, conversion: Conversion) -> None:
         if position >= 1 and (not cuts or position > cuts[-1][0]):  # in order, once
             tail = conversion.part(inputs[position:])
             kept = len(params) - len(tail)
-            if kept >= 0 and params[kept:] == tail:
+            if 0 <= kept <= settled and params[kept:] == tail:
                 cuts.append((position, kept))
-    if not cuts or len(inputs) > cuts[-1][0]:
+    if (not cuts or len(inputs) > cuts[-1][0]) and len(params) <= settled:
         cuts.append((len(inputs), len(params)))
 
 
@@ -167,6 +176,8 @@ def _appended(
     units = _units(messages[count:])
     if units is None:
         return None
+    if not units and conversion.settled(known.params[:kept]) < kept:
+        return None  # converted with a turn after it, which now ends the request
     by_param, by_message = known.taken
     added: dict[str, int] = {}
 
@@ -192,7 +203,8 @@ def _appended(
     known.inputs = list(messages)
     known.cuts = [c for c in known.cuts if c[0] <= count]  # the one used among them
     if len(units) == 1:  # its start is the cut just used: the last unit's
-        known.cuts.append((len(messages), len(params)))
+        if len(params) <= conversion.settled(params):
+            known.cuts.append((len(messages), len(params)))
     else:
         _add_end_cuts(known, conversion)
     return params

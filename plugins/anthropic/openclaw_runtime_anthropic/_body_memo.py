@@ -18,7 +18,10 @@ request sent, when each is *clean*:
   (an id seen before is one taken, unless the rule rewrote it, and then it is not valid as
   it is).
 
-Their params must not merge into the last param before them (same role: ``joins``).
+Their params must not merge into the last param before them (same role: ``joins``). With
+thinking off the active tool turn alone keeps its thinking, so no cut is placed after it
+(``settled``): the next request converts that turn again, without its thinking (two groups
+a request instead of one).
 """
 
 from __future__ import annotations
@@ -39,10 +42,13 @@ class MessagesConversion:
     """One request's conversion (``convert`` of a whole list or of the units a request
     adds) with the Messages API's rules for the memo (module docstring)."""
 
-    __slots__ = ("_convert",)
+    __slots__ = ("_convert", "_replay_thinking")
 
-    def __init__(self, convert: Callable[[Sequence[Any]], Params]) -> None:
+    def __init__(
+        self, convert: Callable[[Sequence[Any]], Params], *, replay_thinking: bool = True
+    ) -> None:
         self._convert = convert
+        self._replay_thinking = replay_thinking
 
     def whole(self, messages: Sequence[Any]) -> tuple[Params, Taken]:
         """The params and the first param each call id appears in (calls and results)."""
@@ -71,6 +77,22 @@ class MessagesConversion:
     def joins(self, before: dict[str, Any], after: dict[str, Any]) -> bool:
         """Turns of one role in a row merge."""
         return before.get("role") == after.get("role")
+
+    def settled(self, params: Params) -> int:
+        """With thinking off, the active tool turn (the last assistant param, when results
+        follow it) keeps its thinking, as thinking or as text, and loses it once another
+        turn follows: everything before it is settled."""
+        if self._replay_thinking:
+            return len(params)
+        index = len(params) - 1
+        while index >= 0 and params[index].get("role") == "user":
+            content = params[index].get("content")
+            if not isinstance(content, list) or not any(
+                block.get("type") == "tool_result" for block in content
+            ):
+                return len(params)  # a prompt last: no turn is active
+            index -= 1
+        return index if 0 <= index < len(params) - 1 else len(params)
 
 
 def _param_ids(param: dict[str, Any]) -> list[str]:

@@ -393,19 +393,27 @@ def convert_messages(
     (an OpenAI Responses ``call_…|fc_…`` of ~90 characters, say) reduced to at most 40
     alphanumerics, collision-free and identical for a call and its result.
 
-    With ``memo`` (and thinking replayed), a request that resends the previous one's
-    messages and adds clean tool groups converts only those (``providers.request_memo``, with
-    the rules of ``_body_memo``); the params may then be shared with the memo, so the markers
-    go on copies.
+    With ``memo``, a request that resends the previous one's messages (or a part of them)
+    converts only what it adds (``providers.request_memo``, with the rules of
+    ``_body_memo``); the params may then be shared with the memo, so the markers go on
+    copies.
     """
     allow_empty = _compat_flag(model, "allow_empty_signature", False)
 
     def full(history: Sequence[Message]) -> list[dict[str, Any]]:
         return _converted(history, model, replay_thinking, allow_empty)
 
-    if memo is not None and replay_thinking:
-        key = (model.provider, model.api, model.id, tuple(sorted(model.input)), allow_empty)
-        shared = memo.convert(messages, key, MessagesConversion(full))
+    if memo is not None:
+        key = (
+            model.provider,
+            model.api,
+            model.id,
+            tuple(sorted(model.input)),
+            allow_empty,
+            replay_thinking,
+        )
+        conversion = MessagesConversion(full, replay_thinking=replay_thinking)
+        shared = memo.convert(messages, key, conversion)
         params = list(shared)
         if cache_control is not None:
             params = with_cache_control(params, cache_control, cache_marker_limit)

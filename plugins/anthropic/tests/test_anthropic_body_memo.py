@@ -48,12 +48,14 @@ def claude_loop(seed: int) -> RandomToolLoop:
     return RandomToolLoop(seed, MODEL)
 
 
-#: 77: a last unit whose params merged into the ones before (no cut before it); 800 seeds
-#: were run once, these stay.
+#: 77: a last unit whose params merged into the ones before (no cut before it); 22: with
+#: thinking off, a history cut short at a cut, which makes the turn before it the active
+#: one (its thinking kept). 800 seeds were run once, these stay.
+@pytest.mark.parametrize("thinking", [True, False], ids=["thinking", "thinking off"])
 @pytest.mark.parametrize("model", [MODEL, TEXT_ONLY], ids=["images", "text only"])
-@pytest.mark.parametrize("seed", [*range(12), 77])
+@pytest.mark.parametrize("seed", [*range(12), 22, 77])
 def test_the_memo_converts_as_from_scratch(
-    seed: int, model: Model, monkeypatch: pytest.MonkeyPatch
+    seed: int, model: Model, monkeypatch: pytest.MonkeyPatch, thinking: bool
 ) -> None:
     conversions: list[int] = []
     real = _request._converted
@@ -73,9 +75,20 @@ def test_the_memo_converts_as_from_scratch(
         cache = CACHE if conversation.rng.random() < 0.8 else None
         before = len(conversions)
         got = convert_messages(
-            messages, model, memo=memo, cache_control=cache, cache_marker_limit=limit
+            messages,
+            model,
+            memo=memo,
+            cache_control=cache,
+            cache_marker_limit=limit,
+            replay_thinking=thinking,
         )
-        expected = convert_messages(messages, model, cache_control=cache, cache_marker_limit=limit)
+        expected = convert_messages(
+            messages,
+            model,
+            cache_control=cache,
+            cache_marker_limit=limit,
+            replay_thinking=thinking,
+        )
         assert got == expected, seed
         # the memo's own params carry no marker: what it converts next builds on them
         for known in memo._conversations.values():

@@ -49,7 +49,9 @@ def server() -> Iterator[AnthropicMessagesServer]:
         yield running
 
 
-def _config(state_dir: Path, server: AnthropicMessagesServer, model: str) -> dict[str, Any]:
+def _config(
+    state_dir: Path, server: AnthropicMessagesServer, model: str, thinking: str = "low"
+) -> dict[str, Any]:
     return {
         "state_dir": str(state_dir),
         "models": [
@@ -63,7 +65,7 @@ def _config(state_dir: Path, server: AnthropicMessagesServer, model: str) -> dic
                 "maxTokens": 4096,
             }
         ],
-        "agent": {"model": f"anthropic/{model}", "thinking_level": "low"},
+        "agent": {"model": f"anthropic/{model}", "thinking_level": thinking},
         "auth": {
             "profiles": [
                 {
@@ -78,12 +80,17 @@ def _config(state_dir: Path, server: AnthropicMessagesServer, model: str) -> dic
 
 
 async def _turns(
-    state_dir: Path, server: AnthropicMessagesServer, model: str, memory: bool
+    state_dir: Path,
+    server: AnthropicMessagesServer,
+    model: str,
+    memory: bool,
+    thinking: str = "low",
 ) -> list[list[Any]]:
     """``TURNS`` turns of ``CALLS`` tool calls and an answer on one kept-open session: the
-    request bodies of each turn."""
+    request bodies of each turn. With ``thinking`` off the calls come without thinking (the
+    answers keep theirs: a session whose thinking was turned off)."""
     runtime = Runtime(
-        _config(state_dir, server, model),
+        _config(state_dir, server, model, thinking),
         plugins=[anthropic_plugin],
         load_entrypoints=False,
         memory=memory,
@@ -92,7 +99,8 @@ async def _turns(
     try:
         for turn in range(TURNS):
             for n in range(CALLS):
-                server.enqueue_tool_use("read", {"path": f"t{turn}f{n}.txt"}, model=model)
+                call = {"path": f"t{turn}f{n}.txt"}
+                server.enqueue_tool_use("read", call, model=model, thinking=thinking != "off")
             start = len(server.requests)
             result = await runtime.run(f"read them {turn}", session_id="loop", tools=[read])
             assert result.ok, result.error
@@ -196,3 +204,28 @@ async def test_a_claude_tool_loop_does_no_whole_history_pass_per_request(
     _whole_history_every_time(monkeypatch)
     server.reset()
     assert await _turns(tmp_path / "whole", server, model, memory) == bodies
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_with_thinking_off_a_tool_loop_converts_only_what_is_new(
+    tmp_path: Path,
+    server: AnthropicMessagesServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    """Thinking off is the default. The active tool turn alone keeps its thinking then, so
+    the request memo took no request with thinking off and every request converted the
+    whole history. Now each request converts the previous group again and its own (four
+    messages), a turn's first the previous turn and its prompt; and sends the same body."""
+    passes = Passes(monkeypatch)
+    bodies = await _turns(tmp_path / "cached", server, "claude-opus-4-6", memory, "off")
+    assert all(body["thinking"] == {"type": "disabled"} for turn in bodies for body in turn)
+    turn_size = 2 * CALLS + 2
+    assert passes.converted[0] == 1, passes.converted
+    assert max(passes.converted) <= turn_size + 3, passes.converted  # the history: 4 turns
+    assert passes.converted.count(turn_size + 1) == TURNS - 1, passes.converted
+
+    _whole_history_every_time(monkeypatch)
+    server.reset()
+    whole = await _turns(tmp_path / "whole", server, "claude-opus-4-6", memory, "off")
+    assert whole == bodies

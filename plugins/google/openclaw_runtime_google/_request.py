@@ -290,6 +290,10 @@ class ContentsConversion:
         """Contents never merge."""
         return False
 
+    def settled(self, params: list[dict[str, Any]]) -> int:
+        """Every one: a message converts the same whatever follows."""
+        return len(params)
+
 
 def _converted(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
     """The contents of ``messages``, converted whole."""
