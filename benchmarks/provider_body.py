@@ -2,8 +2,9 @@
 the provider's request memo (only the new tool groups), against ``orjson.dumps`` of the body.
 
 For each ``--provider`` (``anthropic``: ``claude-opus-4-6`` with signed thinking, the
-Anthropic plugin; ``google``: ``gemini-2.5-pro`` with signed thoughts, the Google plugin;
-``openai``: ``gpt-4o``, the core's OpenAI-compatible provider): a history of ``--history``
+Anthropic plugin; ``anthropic-off``: the same with thinking off, the runtime's default;
+``google``: ``gemini-2.5-pro`` with signed thoughts, the Google plugin; ``openai``:
+``gpt-4o``, the core's OpenAI-compatible provider): a history of ``--history``
 messages (the harness's plain user/assistant/tool turns, as the model's own), then a tool
 loop of K calls (a thought where the model has them, a call, its result). Before every
 request of the loop the body is built by the provider's ``build_body`` twice, interleaved:
@@ -15,8 +16,9 @@ costs above sending. The two bodies are checked equal once per request. A row ``
 times a turn's first request instead: after a five-call turn, the history with that turn
 resent as copies (what a session's history is at a turn's start) and a new prompt.
 
-Run:  .venv/bin/python benchmarks/provider_body.py [--provider anthropic google openai]
-      [--history 0 1000 10000] [--k 10 50] [--rounds 5]
+Run:  .venv/bin/python benchmarks/provider_body.py
+      [--provider anthropic anthropic-off google openai] [--history 0 1000 10000]
+      [--k 10 50] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -89,6 +91,15 @@ TARGETS = {
         "-e plugins/anthropic",
         "toolu_",
         ThinkingContent(thinking="The next file.", thinking_signature="c2ln"),
+    ),
+    "anthropic-off": Target(
+        "anthropic-off",
+        _model("claude-opus-4-6", "anthropic-messages", "anthropic", True),
+        StreamOptions(),
+        "openclaw_runtime_anthropic._provider:AnthropicProvider",
+        "-e plugins/anthropic",
+        "toolu_",
+        None,
     ),
     "google": Target(
         "google",
@@ -169,7 +180,7 @@ def main() -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"Request bodies in a tool loop; {args.rounds} rounds; load average {load}")
     print(
-        f"  {'provider':<10} {'history':>8} {'K':>4} {'memo µs/req':>12} {'whole µs/req':>13} "
+        f"  {'provider':<13} {'history':>8} {'K':>4} {'memo µs/req':>12} {'whole µs/req':>13} "
         f"{'dumps µs/req':>13} {'memo/dumps':>11} {'whole/dumps':>12}"
     )
     gc.disable()
@@ -230,7 +241,7 @@ def report(
             sides[name].append(spent[name] / (len(requests) - timed))
     med = {name: statistics.median(values) * 1e6 for name, values in sides.items()}
     print(
-        f"  {target.name:<10} {size:>8,} {label:>4} {med['memo']:>12,.0f} "
+        f"  {target.name:<13} {size:>8,} {label:>4} {med['memo']:>12,.0f} "
         f"{med['whole']:>13,.0f} {med['dumps']:>13,.0f} "
         f"{med['memo'] / med['dumps']:>10.1f}× {med['whole'] / med['dumps']:>11.1f}×"
     )
