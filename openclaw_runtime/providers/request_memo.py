@@ -169,10 +169,13 @@ def _appended(
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
     the clean units after it (and ``known`` moved on to them), or ``None``."""
     shared = shared_prefix_length(known.inputs, messages)
-    cut = next((c for c in reversed(known.cuts) if c[0] <= shared), None)
-    if cut is None:
+    cuts = known.cuts
+    used = len(cuts) - 1  # the last cut within what is shared (cuts are in order)
+    while used >= 0 and cuts[used][0] > shared:
+        used -= 1
+    if used < 0:
         return None
-    count, kept = cut  # at the end of ``messages``: a request sent again, or cut short
+    count, kept = cuts[used]  # at the end of ``messages``: a request sent again, or cut short
     units = _units(messages[count:])
     if units is None:
         return None
@@ -201,7 +204,7 @@ def _appended(
     by_message.update(added)
     known.params = params = known.params[:kept] + new
     known.inputs = list(messages)
-    known.cuts = [c for c in known.cuts if c[0] <= count]  # the one used among them
+    del cuts[used + 1 :]  # the ones after it are the previous request's
     if len(units) == 1:  # its start is the cut just used: the last unit's
         if len(params) <= conversion.settled(params):
             known.cuts.append((len(messages), len(params)))
