@@ -9,17 +9,15 @@ for each id rule (``openai``, Mistral's ``strict9``, ``keep``) and a text-only m
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
-from openclaw_runtime.providers import openai_request
 from openclaw_runtime.providers.openai_compat import OpenAICompatProvider
 from openclaw_runtime.providers.openai_request import build_request_body, convert_messages
 from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.testing.random_tool_loops import RandomToolLoop
+from tests.run_support import count_openai_conversions
 
 GPT = Model(
     id="gpt-4o",
@@ -37,25 +35,12 @@ MODELS = [GPT, MISTRAL, KEEP, TEXT_ONLY]
 IDS = ["openai", "strict9", "keep", "text only"]
 
 
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The length of every list the conversion converts."""
-    sizes: list[int] = []
-    real = openai_request._converted
-
-    def counting(messages: Any, *args: Any) -> Any:
-        sizes.append(len(messages))
-        return real(messages, *args)
-
-    monkeypatch.setattr(openai_request, "_converted", counting)
-    return sizes
-
-
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
 @pytest.mark.parametrize("seed", range(12))
 def test_the_memo_converts_as_from_scratch(
     seed: int, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sizes = counted(monkeypatch)
+    sizes = count_openai_conversions(monkeypatch)
     native = "abcde" if model is MISTRAL else "call_"  # Mistral's 9 alphanumerics: abcde0001
     conversation = RandomToolLoop(seed, model, native=native)
     memo = RequestMemo()
@@ -148,7 +133,7 @@ def test_ids_kept_as_they_are_reuse_the_history_even_when_repeated(
 ) -> None:
     """``keep``: nothing is rewritten, so a server that numbers its calls per answer
     (``call_0`` every time) still converts only the new group."""
-    sizes = counted(monkeypatch)
+    sizes = count_openai_conversions(monkeypatch)
     loop = RandomToolLoop(0, KEEP)
     memo = RequestMemo()
     converted = []
@@ -164,7 +149,7 @@ def test_ids_kept_as_they_are_reuse_the_history_even_when_repeated(
 
 def test_a_request_sent_again_converts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """A retry (the same messages again, after a rate limit, say) reuses the params."""
-    sizes = counted(monkeypatch)
+    sizes = count_openai_conversions(monkeypatch)
     loop = RandomToolLoop(2, GPT)
     for _ in range(5):
         loop.group()
