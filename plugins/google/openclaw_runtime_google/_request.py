@@ -250,8 +250,8 @@ def convert_messages(
 
     With ``memo``, a request that resends the previous one's messages (or a part of them)
     converts only what it adds (``providers.request_memo``; ``ContentsConversion`` says why
-    any unit converts alone).
-    Models that take ids convert everything (the id rule's state spans the history).
+    any unit converts alone). Models that take ids convert everything (the id rule's state
+    spans the history).
     """
     if memo is not None and not requires_tool_call_id(model.id):
         key = (model.provider, model.api, model.id, tuple(sorted(model.input)))
