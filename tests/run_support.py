@@ -144,22 +144,6 @@ class ProbeCall:
     ended: float | None = None
 
 
-def count_openai_conversions(monkeypatch: Any) -> list[int]:
-    """How many messages each conversion of an OpenAI-compatible request's messages got
-    (``openai_request._converted``, whole or through the request memo), appended as they run."""
-    from openclaw_runtime.providers import openai_request
-
-    sizes: list[int] = []
-    real = openai_request._converted
-
-    def counting(messages: Any, *args: Any) -> Any:
-        sizes.append(len(messages))
-        return real(messages, *args)
-
-    monkeypatch.setattr(openai_request, "_converted", counting)
-    return sizes
-
-
 def message_text(message: Any) -> str:
     """The plain text of a user/assistant/tool-result message (any shape)."""
     content = getattr(message, "content", None)

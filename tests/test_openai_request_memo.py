@@ -13,11 +13,11 @@ import pytest
 
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.messages import Message, TextContent, ToolCall, ToolResultMessage
+from openclaw_runtime.providers import openai_request
 from openclaw_runtime.providers.openai_compat import OpenAICompatProvider
 from openclaw_runtime.providers.openai_request import build_request_body, convert_messages
 from openclaw_runtime.providers.request_memo import RequestMemo
-from openclaw_runtime.testing.random_tool_loops import RandomToolLoop
-from tests.run_support import count_openai_conversions
+from openclaw_runtime.testing.random_tool_loops import RandomToolLoop, count_conversions
 
 GPT = Model(
     id="gpt-4o",
@@ -40,7 +40,7 @@ IDS = ["openai", "strict9", "keep", "text only"]
 def test_the_memo_converts_as_from_scratch(
     seed: int, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sizes = count_openai_conversions(monkeypatch)
+    sizes = count_conversions(monkeypatch, openai_request)
     native = "abcde" if model is MISTRAL else "call_"  # Mistral's 9 alphanumerics: abcde0001
     conversation = RandomToolLoop(seed, model, native=native)
     memo = RequestMemo()
@@ -133,7 +133,7 @@ def test_ids_kept_as_they_are_reuse_the_history_even_when_repeated(
 ) -> None:
     """``keep``: nothing is rewritten, so a server that numbers its calls per answer
     (``call_0`` every time) still converts only the new group."""
-    sizes = count_openai_conversions(monkeypatch)
+    sizes = count_conversions(monkeypatch, openai_request)
     loop = RandomToolLoop(0, KEEP)
     memo = RequestMemo()
     converted = []
@@ -149,7 +149,7 @@ def test_ids_kept_as_they_are_reuse_the_history_even_when_repeated(
 
 def test_a_request_sent_again_converts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """A retry (the same messages again, after a rate limit, say) reuses the params."""
-    sizes = count_openai_conversions(monkeypatch)
+    sizes = count_conversions(monkeypatch, openai_request)
     loop = RandomToolLoop(2, GPT)
     for _ in range(5):
         loop.group()

@@ -25,17 +25,14 @@ from openclaw_runtime.agent.convert import PrefixConverter
 from openclaw_runtime.context import guard as guard_module
 from openclaw_runtime.context.guard import ProjectionMemo
 from openclaw_runtime.messages import ThinkingContent
+from openclaw_runtime.providers import openai_request
 from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.runner import attempt as attempt_module
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer, Reply
+from openclaw_runtime.testing.random_tool_loops import count_conversions
 from openclaw_runtime.transcript import run_transcript_sanitizers
 from openclaw_runtime.transcript.incremental import IncrementalSanitizer
-from tests.run_support import (
-    count_openai_conversions,
-    mock_openai_config,
-    mock_openai_server,
-    read,
-)
+from tests.run_support import mock_openai_config, mock_openai_server, read
 
 pytestmark = pytest.mark.anyio
 
@@ -265,7 +262,7 @@ async def test_a_turns_requests_convert_only_what_is_new(
     """The OpenAI-compatible provider converted the whole history into Chat Completions
     messages at every request. Through its request memo a turn's requests convert what is
     new since the previous turn's start, and send what converting everything sends."""
-    sizes = count_openai_conversions(monkeypatch)
+    sizes = count_conversions(monkeypatch, openai_request)
     bodies = (await _turns(tmp_path / "kept", server, memory=memory)).bodies
     # a turn's first request converts the previous turn (the session's copies of it) and its
     # prompt, then that prompt alone (where the next turn may start over); each later request

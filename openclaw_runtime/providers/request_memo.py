@@ -91,13 +91,13 @@ class Taken(NamedTuple):
 class _Conversation:
     __slots__ = ("cuts", "inputs", "key", "params", "taken")
 
-    def __init__(self, key: Key, inputs: list[Any], params: Params) -> None:
+    def __init__(self, key: Key, inputs: list[Any], params: Params, taken: Taken) -> None:
         self.key = key
         self.inputs = inputs
         self.params = params
         #: (messages, params): where the params of ``inputs[:messages]`` end, at each cut
         self.cuts: list[tuple[int, int]] = []
-        self.taken = Taken({}, {})
+        self.taken = taken
 
 
 class RequestMemo:
@@ -124,8 +124,7 @@ class RequestMemo:
                 self._conversations.move_to_end(head)
                 return params
         params, taken = conversion.whole(messages)
-        conversation = _Conversation(key, list(messages), params)
-        conversation.taken = taken
+        conversation = _Conversation(key, list(messages), params, taken)
         _add_end_cuts(conversation, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)

@@ -15,13 +15,15 @@ requests do to the history, mostly adding tool groups, sometimes the odd thing:
 * the last few messages handed back as copies (what a sanitizer does to a group, what a
   session does to the previous turn at the next turn's start), or the history cut.
 
-A memo must give, at every request, what converting ``messages`` from scratch gives.
+A memo must give, at every request, what converting ``messages`` from scratch gives;
+``count_conversions(monkeypatch, module)`` records how many messages each call of the
+module's conversion got (what a memo saves shows there).
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Protocol
 
 from ..llm import Model
 from ..messages import (
@@ -34,10 +36,28 @@ from ..messages import (
     UserMessage,
 )
 
-__all__ = ["PNG", "RandomToolLoop"]
+__all__ = ["PNG", "RandomToolLoop", "count_conversions"]
 
 #: A tiny image payload (images are carried as base64 text)
 PNG = "iVBORw0KGgo="
+
+
+class _Patcher(Protocol):
+    def setattr(self, target: Any, name: str, value: Any) -> None: ...
+
+
+def count_conversions(monkeypatch: _Patcher, module: Any, name: str = "_converted") -> list[int]:
+    """Patch ``module.name`` (a conversion taking the messages first) to record the number of
+    messages of each call, appended as they run; the list it returns."""
+    sizes: list[int] = []
+    real = getattr(module, name)
+
+    def counting(messages: Any, *args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(messages))
+        return real(messages, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return sizes
 
 
 class RandomToolLoop:

@@ -28,7 +28,7 @@ from openclaw_runtime.messages import (
     ToolResultMessage,
 )
 from openclaw_runtime.providers.request_memo import RequestMemo
-from openclaw_runtime.testing.random_tool_loops import RandomToolLoop
+from openclaw_runtime.testing.random_tool_loops import RandomToolLoop, count_conversions
 
 MODEL = Model(
     id="claude-opus-4-6",
@@ -57,14 +57,7 @@ def claude_loop(seed: int) -> RandomToolLoop:
 def test_the_memo_converts_as_from_scratch(
     seed: int, model: Model, monkeypatch: pytest.MonkeyPatch, thinking: bool
 ) -> None:
-    conversions: list[int] = []
-    real = _request._converted
-
-    def counting(messages: Any, *args: Any) -> Any:
-        conversions.append(len(messages))
-        return real(messages, *args)
-
-    monkeypatch.setattr(_request, "_converted", counting)
+    conversions = count_conversions(monkeypatch, _request)
     conversation = claude_loop(seed)
     memo = RequestMemo()
     reused = requests = 0

@@ -25,6 +25,7 @@ from openclaw_runtime_anthropic import plugin as anthropic_plugin
 from openclaw_runtime import Runtime, tool
 from openclaw_runtime.providers.request_memo import RequestMemo
 from openclaw_runtime.testing.anthropic_server import AnthropicMessagesServer
+from openclaw_runtime.testing.random_tool_loops import count_conversions
 from openclaw_runtime.transcript import replay as replay_module
 from openclaw_runtime.transcript import run_transcript_sanitizers
 from openclaw_runtime.transcript import turn_memo as turn_memo_module
@@ -119,14 +120,7 @@ class Passes:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pipeline: list[int] = []
         self.validated: list[int] = []
-        self.converted: list[int] = []
-
-        def converted(messages: Any, *args: Any) -> Any:
-            self.converted.append(len(messages))
-            return real_converted(messages, *args)
-
-        real_converted = request_module._converted
-        monkeypatch.setattr(request_module, "_converted", converted)
+        self.converted = count_conversions(monkeypatch, request_module)
 
         def pipeline(messages: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
             self.pipeline.append(len(messages))

@@ -10,8 +10,6 @@ images as a user turn of their own), Gemini 3 (inside the response) and a text-o
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from openclaw_runtime_google import _request
 from openclaw_runtime_google._provider import GeminiProvider
@@ -19,7 +17,7 @@ from openclaw_runtime_google._request import convert_messages
 
 from openclaw_runtime.llm import Context, Model, StreamOptions
 from openclaw_runtime.providers.request_memo import RequestMemo
-from openclaw_runtime.testing.random_tool_loops import RandomToolLoop
+from openclaw_runtime.testing.random_tool_loops import RandomToolLoop, count_conversions
 
 GEMINI_2 = Model(
     id="gemini-2.5-pro",
@@ -37,19 +35,6 @@ TEXT_ONLY = GEMINI_2.model_copy(update={"input": ["text"]})
 WITH_IDS = GEMINI_2.model_copy(update={"id": "claude-sonnet-4-5"})
 
 
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The length of every list the conversion converts."""
-    sizes: list[int] = []
-    real = _request._converted
-
-    def counting(messages: Any, model: Model) -> Any:
-        sizes.append(len(messages))
-        return real(messages, model)
-
-    monkeypatch.setattr(_request, "_converted", counting)
-    return sizes
-
-
 @pytest.mark.parametrize(
     "model", [GEMINI_2, GEMINI_3, TEXT_ONLY], ids=["gemini 2.5", "gemini 3", "text only"]
 )
@@ -57,7 +42,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_the_memo_converts_as_from_scratch(
     seed: int, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sizes = counted(monkeypatch)
+    sizes = count_conversions(monkeypatch, _request)
     conversation = RandomToolLoop(seed, model, native="call_")
     memo = RequestMemo()
     reused = 0
@@ -72,7 +57,7 @@ def test_the_memo_converts_as_from_scratch(
 
 
 def test_a_model_that_takes_ids_converts_everything(monkeypatch: pytest.MonkeyPatch) -> None:
-    sizes = counted(monkeypatch)
+    sizes = count_conversions(monkeypatch, _request)
     conversation = RandomToolLoop(3, WITH_IDS, native="call_")
     memo = RequestMemo()
     for _ in range(30):
