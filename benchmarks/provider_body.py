@@ -14,11 +14,14 @@ per request, median over the rounds (the mean over the loop's requests in each r
 its ratio to serializing that body (``orjson.dumps``, measured the same way): what building
 costs above sending. The two bodies are checked equal once per request. A row ``turn``
 times a turn's first request instead: after a five-call turn, the history with that turn
-resent as copies (what a session's history is at a turn's start) and a new prompt.
+resent as copies (what a session's history is at a turn's start) and a new prompt. With
+``--sessions N`` (N > 1) a row ``sN`` times N such conversations (each its own history)
+taking turns request by request on one provider, as a service's open sessions do: every
+request of the five-call turn and the next turn's first request, after each one's first.
 
 Run:  .venv/bin/python benchmarks/provider_body.py
       [--provider anthropic anthropic-off google openai] [--history 0 1000 10000]
-      [--k 10 50] [--rounds 5]
+      [--k 10 50] [--rounds 5] [--sessions 1]
 """
 
 from __future__ import annotations
@@ -165,9 +168,10 @@ def main() -> None:
     parser.add_argument("--history", type=int, nargs="+", default=[0, 1_000, 10_000])
     parser.add_argument("--k", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=1)
     args = parser.parse_args()
-    if min(args.history) < 0 or min(args.k) < 1 or args.rounds < 1:
-        parser.error("--history must be at least 0, --k and --rounds at least 1")
+    if min(args.history) < 0 or min(args.k) < 1 or args.rounds < 1 or args.sessions < 1:
+        parser.error("--history must be at least 0, --k, --rounds and --sessions at least 1")
     targets = [TARGETS[name] for name in args.provider]
     for target in targets:
         try:
@@ -188,9 +192,13 @@ def main() -> None:
         for size in args.history:
             start = history(target, size)
             for k in args.k:
-                report(target, size, str(k), loop(target, start, k), args.rounds)
+                report(target, size, str(k), [loop(target, start, k)], args.rounds)
             requests = turn_start(target, start)
-            report(target, size, "turn", requests, args.rounds, timed=len(requests) - 1)
+            report(target, size, "turn", [requests], args.rounds, timed=len(requests) - 1)
+            if args.sessions > 1:
+                others = [history(target, size) for _ in range(args.sessions - 1)]
+                sessions = [turn_start(target, one) for one in [start, *others]]
+                report(target, size, f"s{args.sessions}", sessions, args.rounds, timed=1)
 
 
 def turn_start(target: Target, start: list[Any]) -> list[list[Any]]:
@@ -212,17 +220,23 @@ def turn_start(target: Target, start: list[Any]) -> list[list[Any]]:
 
 
 def report(
-    target: Target, size: int, label: str, requests: list[list[Any]], rounds: int, timed: int = 0
+    target: Target,
+    size: int,
+    label: str,
+    conversations: list[list[list[Any]]],
+    rounds: int,
+    timed: int = 0,
 ) -> None:
-    """Build every request's body with and without the memo; print the per-request costs of
-    the requests from ``timed`` on."""
+    """Build every request's body with and without the memo, the conversations' requests
+    taking turns on one provider; print the per-request costs of each one's requests from
+    ``timed`` on."""
     options = target.options
     no_memo = replace(options, on_payload=lambda body, model: None)
     sides: dict[str, list[float]] = {"memo": [], "whole": [], "dumps": []}
     for _ in range(rounds):
         provider = target.make_provider()
         spent = {name: 0.0 for name in sides}
-        for index, messages in enumerate(requests):
+        for index, messages in _taking_turns(conversations):
             context = Context("You are a helpful agent.", messages, [])
             begin = time.process_time()
             body = provider.build_body(target.model, context, options)
@@ -237,8 +251,9 @@ def report(
                 spent["memo"] += memo
                 spent["whole"] += middle - begin
                 spent["dumps"] += end - middle
+        counted = sum(len(requests) - timed for requests in conversations)
         for name in sides:
-            sides[name].append(spent[name] / (len(requests) - timed))
+            sides[name].append(spent[name] / counted)
     med = {name: statistics.median(values) * 1e6 for name, values in sides.items()}
     print(
         f"  {target.name:<13} {size:>8,} {label:>4} {med['memo']:>12,.0f} "
@@ -246,6 +261,16 @@ def report(
         f"{med['memo'] / med['dumps']:>10.1f}× {med['whole'] / med['dumps']:>11.1f}×"
     )
     gc.collect()
+
+
+def _taking_turns(conversations: list[list[list[Any]]]) -> list[tuple[int, list[Any]]]:
+    """Each conversation's requests with their index, the conversations taking turns."""
+    return [
+        (index, requests[index])
+        for index in range(max(len(requests) for requests in conversations))
+        for requests in conversations
+        if index < len(requests)
+    ]
 
 
 if __name__ == "__main__":

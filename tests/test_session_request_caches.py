@@ -13,6 +13,7 @@ stores).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -275,3 +276,73 @@ async def test_a_turns_requests_convert_only_what_is_new(
     monkeypatch.setattr(RequestMemo, "convert", lambda self, m, key, c: c.whole(m)[0])
     server.reset()
     assert (await _turns(tmp_path / "whole", server, memory=memory)).bodies == bodies
+
+
+SESSIONS = 10  #: more open sessions than the eight conversations the memo used to keep
+
+
+async def _sessions_taking_turns(
+    state_dir: Path, server: FaultInjectingOpenAIServer, *, memory: bool, turns: int = 3
+) -> list[list[Any]]:
+    """``SESSIONS`` kept-open sessions taking turns (one call, then an answer) on one
+    runtime: each run's request bodies (the runtime closed at the end)."""
+    runtime = Runtime(mock_openai_config(state_dir, server), load_entrypoints=False, memory=memory)
+    runs: list[list[Any]] = []
+    try:
+        for turn in range(turns):
+            for n in range(SESSIONS):
+                server.enqueue(Reply(tool_calls=[("read", {"path": f"s{n}t{turn}.txt"})]))
+                server.enqueue(Reply(text=f"answer {turn}"))
+                start = len(server.requests)
+                result = await runtime.run(f"read {turn}", session_id=f"s{n}", tools=[read])
+                assert result.ok, result.error
+                runs.append([request.body for request in server.requests[start:]])
+    finally:
+        await runtime.aclose()
+    return runs
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "durable"])
+async def test_more_open_sessions_than_eight_each_convert_only_what_is_new(
+    tmp_path: Path,
+    server: FaultInjectingOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: bool,
+) -> None:
+    """A service's open sessions take turns on one provider. The provider's request memo
+    kept the eight conversations used last, so with ten taking turns every request of a
+    turn after the first converted the session's whole history. Each open session's
+    conversation is kept now, for as long as the session holds its history: the runtime
+    closed, none is left."""
+    sizes = count_conversions(monkeypatch, openai_request)
+    per_run: list[list[int]] = []
+    real_run = Runtime.run
+
+    async def counted_run(self: Runtime, *args: Any, **kwargs: Any) -> Any:
+        before = len(sizes)
+        try:
+            return await real_run(self, *args, **kwargs)
+        finally:
+            per_run.append(sizes[before:])
+
+    monkeypatch.setattr(Runtime, "run", counted_run)
+    memos: list[RequestMemo] = []
+    real_init = RequestMemo.__init__
+
+    def recorded(self: RequestMemo, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        memos.append(self)
+
+    monkeypatch.setattr(RequestMemo, "__init__", recorded)
+    bodies = await _sessions_taking_turns(tmp_path / "kept", server, memory=memory)
+    # the first turn: the prompt, then the group; later: the previous turn (the session's
+    # copies) and the prompt, the prompt alone (for the next turn's cut), the group
+    assert per_run == [[1, 2]] * SESSIONS + [[5, 1, 2]] * (2 * SESSIONS), per_run
+    assert len(memos) == 1
+    gc.collect()
+    assert len(memos[0]) == 0  # the sessions closed: their conversations went with them
+
+    # the same runs converting everything at every request: the same requests
+    monkeypatch.setattr(RequestMemo, "convert", lambda self, m, key, c: c.whole(m)[0])
+    server.reset()
+    assert await _sessions_taking_turns(tmp_path / "whole", server, memory=memory) == bodies

@@ -28,12 +28,19 @@ when:
 
 Anything else converts everything, as before. The params are shared between requests, so
 they must not be changed: a caller that marks them (cache markers) marks copies, and a
-request whose body a hook may rewrite (``on_payload``) should not use the memo. A few
-conversations are kept (least recently used dropped): each holds its body's params.
+request whose body a hook may rewrite (``on_payload``) should not use the memo.
+
+A conversation is known by its first message and kept for as long as that object lives (a
+weak reference): a session kept open holds its history, and the converted messages of it, so
+each open session keeps its own, however many share the provider, and a closed session's
+goes with it. Each holds about its body's params (1.6–3× the body's JSON); at most
+``CONVERSATIONS_KEPT`` are kept all the same (least recently used dropped), for callers that
+keep many histories alive.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
@@ -43,8 +50,9 @@ from ..messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessag
 
 __all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "Taken", "request_memo_of"]
 
-#: How many conversations' params are kept (each about the size of its request body).
-CONVERSATIONS_KEPT = 8
+#: How many live conversations' params are kept at most (each about the size of its request
+#: body): well above the sessions a runtime keeps open (``max_open_sessions``, 128).
+CONVERSATIONS_KEPT = 1024
 
 Params = list[Any]
 Key = tuple[Any, ...]
@@ -88,11 +96,33 @@ class Taken(NamedTuple):
     by_message: dict[str, int]
 
 
-class _Conversation:
-    __slots__ = ("cuts", "inputs", "key", "params", "taken")
+class _Strong:
+    """A first message that cannot be weakly referenced, held (the memo's bound drops it)."""
 
-    def __init__(self, key: Key, inputs: list[Any], params: Params, taken: Taken) -> None:
+    __slots__ = ("message",)
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+
+    def __call__(self) -> Any:
+        return self.message
+
+
+class _Conversation:
+    __slots__ = ("cuts", "first", "inputs", "key", "params", "taken")
+
+    def __init__(
+        self,
+        key: Key,
+        first: Callable[[], Any],
+        inputs: list[Any],
+        params: Params,
+        taken: Taken,
+    ) -> None:
         self.key = key
+        #: the first message, weakly: it says how long the conversation lives
+        self.first = first
+        #: the request's messages, the first one not held (``None``: ``first`` says it)
         self.inputs = inputs
         self.params = params
         #: (messages, params): where the params of ``inputs[:messages]`` end, at each cut
@@ -101,13 +131,18 @@ class _Conversation:
 
 
 class RequestMemo:
-    """The previous request's messages and params of a few conversations (module docstring).
+    """The previous request's messages and params of each live conversation (module
+    docstring).
 
     One per provider instance, used on one event loop."""
 
     def __init__(self, kept: int = CONVERSATIONS_KEPT) -> None:
         self._kept = kept
         self._conversations: OrderedDict[int, _Conversation] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many conversations are kept (those whose first message still lives)."""
+        return len(self._conversations)
 
     def convert(self, messages: Sequence[Any], key: Key, conversion: Conversion) -> Params:
         """``conversion.whole(messages)``'s params, or the previous params up to a cut plus
@@ -116,50 +151,76 @@ class RequestMemo:
         caller."""
         if not messages:
             return conversion.whole(messages)[0]
-        head = id(messages[0])
+        first = messages[0]
+        head = id(first)
         known = self._conversations.get(head)
-        if known is not None and known.inputs[0] is messages[0] and known.key == key:
+        if known is not None and known.first() is first and known.key == key:
             params = _appended(known, messages, conversion)
             if params is not None:
                 self._conversations.move_to_end(head)
                 return params
         params, taken = conversion.whole(messages)
-        conversation = _Conversation(key, list(messages), params, taken)
-        _add_end_cuts(conversation, conversion)
+        conversation = _Conversation(key, self._held(first), _inputs(messages), params, taken)
+        _add_end_cuts(conversation, messages, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)
         while len(self._conversations) > self._kept:
             self._conversations.popitem(last=False)
         return params
 
+    def _held(self, first: Any) -> Callable[[], Any]:
+        """``first`` weakly, its conversation dropped once it is gone, as a
+        ``weakref.WeakValueDictionary`` drops an entry (held when it cannot be weakly
+        referenced)."""
+        head, conversations = id(first), self._conversations
 
-def _add_end_cuts(conversation: _Conversation, conversion: Conversion) -> None:
+        def gone(ref: weakref.ref[Any]) -> None:
+            known = conversations.get(head)
+            if known is not None and known.first is ref:  # not a later one at that address
+                del conversations[head]
+
+        try:
+            return weakref.ref(first, gone)
+        except TypeError:
+            return _Strong(first)
+
+
+def _inputs(messages: Sequence[Any]) -> list[Any]:
+    """What a conversation keeps of a request's messages: all but the first (``first``)."""
+    inputs = list(messages)
+    inputs[0] = None
+    return inputs
+
+
+def _add_end_cuts(
+    conversation: _Conversation, messages: Sequence[Any], conversion: Conversion
+) -> None:
     """Cuts at the start of the request's last prompt, at the start of its last unit and at
     its end. The next request may resend the last unit as a copy (a tool group an older
     Claude model's sanitizer hands back without its thinking); the next turn resends the
     whole turn (the session's copies, and an older Claude model's without their thinking).
     The params before such a start are final there when what follows, converted alone, ends
     the params unchanged (nothing merged across, no id rewritten)."""
-    inputs, params = conversation.inputs, conversation.params
+    params = conversation.params
     settled = conversion.settled(params)
-    start = len(inputs)
-    while start > 0 and type(inputs[start - 1]) is ToolResultMessage:
+    start = len(messages)
+    while start > 0 and type(messages[start - 1]) is ToolResultMessage:
         start -= 1
     start -= 1  # the last unit's first message
     prompt = start
-    while prompt > 0 and type(inputs[prompt]) is not UserMessage:
+    while prompt > 0 and type(messages[prompt]) is not UserMessage:
         prompt -= 1
-    if 2 * (len(inputs) - prompt) > len(inputs):
+    if 2 * (len(messages) - prompt) > len(messages):
         prompt = start  # a turn longer than the history before it: not worth converting twice
     cuts = conversation.cuts
     for position in sorted({prompt, start}):
         if position >= 1 and (not cuts or position > cuts[-1][0]):  # in order, once
-            tail = conversion.part(inputs[position:])
+            tail = conversion.part(messages[position:])
             kept = len(params) - len(tail)
             if 0 <= kept <= settled and params[kept:] == tail:
                 cuts.append((position, kept))
-    if (not cuts or len(inputs) > cuts[-1][0]) and len(params) <= settled:
-        cuts.append((len(inputs), len(params)))
+    if (not cuts or len(messages) > cuts[-1][0]) and len(params) <= settled:
+        cuts.append((len(messages), len(params)))
 
 
 def _appended(
@@ -167,7 +228,7 @@ def _appended(
 ) -> Params | None:
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
     the clean units after it (and ``known`` moved on to them), or ``None``."""
-    shared = shared_prefix_length(known.inputs, messages)
+    shared = shared_prefix_length(known.inputs, messages, 1)  # the caller checked the first
     cuts = known.cuts
     used = len(cuts) - 1  # the last cut within what is shared (cuts are in order)
     while used >= 0 and cuts[used][0] > shared:
@@ -202,13 +263,13 @@ def _appended(
         return None
     by_message.update(added)
     known.params = params = known.params[:kept] + new
-    known.inputs = list(messages)
+    known.inputs = _inputs(messages)
     del cuts[used + 1 :]  # the ones after it are the previous request's
     if len(units) == 1:  # its start is the cut just used: the last unit's
         if len(params) <= conversion.settled(params):
             known.cuts.append((len(messages), len(params)))
     else:
-        _add_end_cuts(known, conversion)
+        _add_end_cuts(known, messages, conversion)
     return params
 
 
