@@ -85,7 +85,7 @@ class DecodedStreamProvider:
 
     @property
     def request_memo(self) -> RequestMemo:
-        """The previous request's params of a few conversations (``providers.request_memo``),
+        """The previous request's params of each live conversation (``providers.request_memo``),
         made on first use: one per provider, so per runtime and event loop. A subclass's
         ``build_body`` converts a tool loop's messages through it."""
         return request_memo_of(self)

@@ -120,7 +120,7 @@ class OpenAICompatProvider:
 
     @property
     def request_memo(self) -> RequestMemo:
-        """The previous request's messages of a few conversations (``request_memo``): a
+        """The previous request's messages of each live conversation (``request_memo``): a
         tool loop's request converts only the groups it adds."""
         return request_memo_of(self)
 
