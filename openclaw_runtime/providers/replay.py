@@ -13,7 +13,8 @@ providers that replay history natively (Anthropic Messages, Gemini).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Sequence, Set
 from typing import Any
 
 from ..llm import Model
@@ -45,6 +46,10 @@ FAILED_ASSISTANT_REPLAY_TEXT = (
 MISSING_TOOL_RESULT_TEXT = "No result provided"
 USER_IMAGE_OMITTED_TEXT = "(image omitted: model does not support images)"
 TOOL_IMAGE_OMITTED_TEXT = "(tool image omitted: model does not support images)"
+
+
+_FAILED = ("error", "aborted")
+_NO_IDS: frozenset[str] = frozenset()
 
 
 def _same_model(message: AssistantMessage, model: Model) -> bool:
@@ -95,7 +100,18 @@ def _failed_replay(message: AssistantMessage, content: list[Any]) -> str:
     return "drop"
 
 
-def _without_images(content: list[Any], placeholder: str) -> list[Any]:
+def _same_blocks(content: list[Any], original: Sequence[Any]) -> bool:
+    """``content`` holds the very blocks of ``original``, in order."""
+    return len(content) == len(original) and all(map(operator.is_, content, original))
+
+
+def _has_image(content: str | Sequence[Any]) -> bool:
+    return not isinstance(content, str) and any(
+        isinstance(block, ImageContent) for block in content
+    )
+
+
+def _without_images(content: Sequence[Any], placeholder: str) -> list[Any]:
     out: list[Any] = []
     for block in content:
         if not isinstance(block, ImageContent):
@@ -109,60 +125,73 @@ def _without_images(content: list[Any], placeholder: str) -> list[Any]:
 
 
 def prepare_replay_messages(messages: Sequence[Message], model: Model) -> list[Message]:
-    """The transcript as this model may see it (inputs are never mutated)."""
+    """The transcript as this model may see it (inputs are never mutated; a message replayed
+    as it is, the usual case, is the input's own object)."""
     images_ok = "image" in model.input
     result: list[Message] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
-
-    def flush() -> None:
-        nonlocal pending, answered
-        for call in pending:
-            if call.id not in answered:
-                result.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=[TextContent(text=MISSING_TOOL_RESULT_TEXT)],
-                        is_error=True,
-                    )
-                )
-        pending = []
-        answered = set()
-
-    open_ids: set[str] = set()
+    pending: list[ToolCall] = []  # the open turn's calls
+    answered: set[str] = set()  # ... those a result answered
+    open_ids: Set[str] = _NO_IDS
     for message in messages:
         if isinstance(message, AssistantMessage):
             content = _replay_assistant_content(message, model)
-            flush()
-            open_ids = set()
-            decision = _failed_replay(message, content)
-            if decision == "drop":
-                continue
-            if decision == "marker":
-                content = [TextContent(text=FAILED_ASSISTANT_REPLAY_TEXT)]
-            replayed = message.model_copy(update={"content": content})
-            result.append(replayed)
+            if pending:
+                result.extend(_missing_results(pending, answered))
+                pending, answered = [], set()
+            open_ids = _NO_IDS
+            if message.stop_reason in _FAILED:
+                decision = _failed_replay(message, content)
+                if decision == "drop":
+                    continue
+                if decision == "marker":
+                    content = [TextContent(text=FAILED_ASSISTANT_REPLAY_TEXT)]
+            # a turn replayed as it is (the model's own, the usual case) is not copied: a
+            # copy per message was most of a long history's conversion
+            if not _same_blocks(content, message.content):
+                message = message.model_copy(update={"content": content})
+            result.append(message)
             pending = [b for b in content if isinstance(b, ToolCall)]
-            open_ids = {call.id for call in pending}
+            if pending:
+                open_ids = {call.id for call in pending}
         elif isinstance(message, ToolResultMessage):
             call_id = message.tool_call_id.strip()
             if call_id not in open_ids or call_id in answered:
                 continue  # an orphan or duplicate result: the API would reject it
-            content = list(message.content)
-            if not images_ok:
-                content = _without_images(content, TOOL_IMAGE_OMITTED_TEXT)
             answered.add(call_id)
-            result.append(message.model_copy(update={"tool_call_id": call_id, "content": content}))
+            content = message.content
+            if not images_ok and _has_image(content):
+                content = _without_images(content, TOOL_IMAGE_OMITTED_TEXT)
+            if call_id != message.tool_call_id or content is not message.content:
+                message = message.model_copy(
+                    update={"tool_call_id": call_id, "content": list(content)}
+                )
+            result.append(message)
         elif isinstance(message, UserMessage):
-            flush()
-            open_ids = set()
-            if not images_ok and not isinstance(message.content, str):
+            if pending:
+                result.extend(_missing_results(pending, answered))
+                pending, answered = [], set()
+            open_ids = _NO_IDS
+            if not images_ok and _has_image(message.content):
                 message = message.model_copy(
                     update={
                         "content": _without_images(list(message.content), USER_IMAGE_OMITTED_TEXT)
                     }
                 )
             result.append(message)
-    flush()
+    if pending:
+        result.extend(_missing_results(pending, answered))
     return result
+
+
+def _missing_results(calls: list[ToolCall], answered: Set[str]) -> list[ToolResultMessage]:
+    """The synthetic error results of ``calls`` no result answered."""
+    return [
+        ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=[TextContent(text=MISSING_TOOL_RESULT_TEXT)],
+            is_error=True,
+        )
+        for call in calls
+        if call.id not in answered
+    ]
