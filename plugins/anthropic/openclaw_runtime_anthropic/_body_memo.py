@@ -20,8 +20,9 @@ request sent, when each is *clean*:
 
 Their params must not merge into the last param before them (same role: ``joins``). With
 thinking off the active tool turn alone keeps its thinking, so no cut is placed after it
-(``settled``): the next request converts that turn again, without its thinking (two groups
-a request instead of one).
+(``settled``) when it has thinking to keep: the next request converts that turn again,
+without its thinking (two groups a request instead of one). A turn with none (thinking off,
+the model did not think) converts the same either way.
 """
 
 from __future__ import annotations
@@ -42,22 +43,35 @@ class MessagesConversion:
     """One request's conversion (``convert`` of a whole list or of the units a request
     adds) with the Messages API's rules for the memo (module docstring)."""
 
-    __slots__ = ("_convert", "_replay_thinking")
+    __slots__ = ("_convert", "_plain_active", "_replay_thinking")
 
     def __init__(
-        self, convert: Callable[[Sequence[Any]], Params], *, replay_thinking: bool = True
+        self,
+        convert: Callable[[Sequence[Any]], tuple[Params, bool]],
+        *,
+        replay_thinking: bool = True,
     ) -> None:
+        #: the params of messages, and whether they have an active tool turn with no
+        #: thinking to keep (``_request._converted``)
         self._convert = convert
         self._replay_thinking = replay_thinking
+        #: whether the last list converted had an active tool turn with no thinking: every
+        #: list the memo converts for one request ends that request, so its active turn is
+        #: the request's (or the list does not reach back to it: ``False``)
+        self._plain_active = False
 
     def whole(self, messages: Sequence[Any]) -> tuple[Params, Taken]:
         """The params and the first param each call id appears in (calls and results)."""
-        params = self._convert(messages)
+        params = self._converted(messages)
         return params, Taken(_first_uses(params), {})
 
     def part(self, units: Sequence[Any]) -> Params:
         """The units' params."""
-        return self._convert(units)
+        return self._converted(units)
+
+    def _converted(self, messages: Sequence[Any]) -> Params:
+        params, self._plain_active = self._convert(messages)
+        return params
 
     def clean(self, unit: Sequence[Any], taken: Callable[[str], bool]) -> bool:
         """Every call id of the unit's turn (if an assistant's) kept as it is by the rule."""
@@ -81,8 +95,9 @@ class MessagesConversion:
     def settled(self, params: Params) -> int:
         """With thinking off, the active tool turn (the last assistant param, when results
         follow it) keeps its thinking, as thinking or as text, and loses it once another
-        turn follows: everything before it is settled."""
-        if self._replay_thinking:
+        turn follows: everything before it is settled (all of them when the request's
+        active turn, converted last, has no thinking)."""
+        if self._replay_thinking or self._plain_active:
             return len(params)
         index = len(params) - 1
         while index >= 0 and params[index].get("role") == "user":

@@ -400,7 +400,7 @@ def convert_messages(
     """
     allow_empty = _compat_flag(model, "allow_empty_signature", False)
 
-    def full(history: Sequence[Message]) -> list[dict[str, Any]]:
+    def full(history: Sequence[Message]) -> tuple[list[dict[str, Any]], bool]:
         return _converted(history, model, replay_thinking, allow_empty)
 
     if memo is not None:
@@ -418,7 +418,7 @@ def convert_messages(
         if cache_control is not None:
             params = with_cache_control(params, cache_control, cache_marker_limit)
         return params
-    params = full(messages)
+    params = full(messages)[0]
     if cache_control is not None:
         apply_cache_control_to_messages(params, cache_control, cache_marker_limit)
     return params
@@ -426,10 +426,15 @@ def convert_messages(
 
 def _converted(
     messages: Sequence[Message], model: Model, replay_thinking: bool, allow_empty: bool
-) -> list[dict[str, Any]]:
-    """The params of ``messages``, merged, without cache markers."""
+) -> tuple[list[dict[str, Any]], bool]:
+    """The params of ``messages``, merged, without cache markers; and whether, with thinking
+    off, they have an active tool turn with no thinking to keep (its param is the same once
+    another turn follows: ``MessagesConversion.settled``)."""
     replayable = normalize_tool_call_ids(prepare_replay_messages(messages, model), "anthropic")
     active = -1 if replay_thinking else active_tool_turn_index(replayable)
+    plain_active = active >= 0 and not any(
+        isinstance(block, ThinkingContent) for block in replayable[active].content
+    )
     params: list[dict[str, Any]] = []
     index = 0
     while index < len(replayable):
@@ -461,7 +466,7 @@ def _converted(
         if param is not None:
             params.append(param)
         index += 1
-    return _merge_same_role(params)
+    return _merge_same_role(params), plain_active
 
 
 # --------------------------------------------------------------------------- request

@@ -209,15 +209,17 @@ async def test_with_thinking_off_a_tool_loop_converts_only_what_is_new(
 ) -> None:
     """Thinking off is the default. The active tool turn alone keeps its thinking then, so
     the request memo took no request with thinking off and every request converted the
-    whole history. Now each request converts the previous group again and its own (four
-    messages), a turn's first the previous turn and its prompt; and sends the same body."""
+    whole history; then each request converted the previous group again with its own.
+    The calls come without thinking here (thinking off), so the active turn converts the
+    same once another follows: each request converts its own group, a turn's first the
+    previous turn and its prompt, then the prompt alone (for the next turn's cut); and
+    sends the same body."""
     passes = Passes(monkeypatch)
     bodies = await _turns(tmp_path / "cached", server, "claude-opus-4-6", memory, "off")
     assert all(body["thinking"] == {"type": "disabled"} for turn in bodies for body in turn)
     turn_size = 2 * CALLS + 2
-    assert passes.converted[0] == 1, passes.converted
-    assert max(passes.converted) <= turn_size + 3, passes.converted  # the history: 4 turns
-    assert passes.converted.count(turn_size + 1) == TURNS - 1, passes.converted
+    first, later = [1, *[2] * CALLS], [turn_size + 1, 1, *[2] * CALLS]
+    assert passes.converted == first + later * (TURNS - 1), passes.converted
 
     _whole_history_every_time(monkeypatch)
     server.reset()
