@@ -188,14 +188,26 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     call of a session is ``call_0``. The sanitizer's caches used to give up on a part that
     named an id of the part they held, so every request ran the whole pipeline over the
     whole session (quadratic in a tool loop, ``benchmarks/tool_loop.py --ids per-turn``).
-    Now a turn's requests run it over nothing, and send what the full pipeline makes."""
+    Now a turn's requests run it over nothing, and send what the full pipeline makes.
+
+    The provider's request memo converted every request's whole history for them (each
+    ``call_0``'s id depends on all the earlier ones); going on from the previous request's
+    end with the id rule's state, a loop's request converts its own group. A turn's first
+    request still converts everything (it starts from the previous turn's prompt, where
+    the rule's state is not kept)."""
     monkeypatch.setattr(server, "_next_call_id", lambda: "call_0")
     seen = _pipeline_runs(monkeypatch)
+    sizes = count_conversions(monkeypatch, openai_request)
     bodies = (await _turns(tmp_path / "kept", server, memory=memory)).bodies
     # every call of the session is call_0 (the requests make them unique for the provider)
     sent = [call["id"] for m in bodies[-1][-1]["messages"] for call in m.get("tool_calls", ())]
     assert len(sent) == TURNS * CALLS and sent[0] == "call_0", sent
     assert seen == [], seen  # clean turns: no stage ran for any request
+    # a turn's first request converts everything (then its prompt alone, for a cut), each
+    # later request its group
+    turn_size = 2 * CALLS + 2
+    later = [[1 + turn * turn_size, 1, *[2] * CALLS] for turn in range(1, TURNS)]
+    assert sizes == [1, *[2] * CALLS] + [n for turn in later for n in turn], sizes
 
     # the same turns through the whole pipeline at every request: the same requests
     _full_pipeline_every_time(monkeypatch)

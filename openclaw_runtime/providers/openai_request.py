@@ -25,6 +25,7 @@ from ..messages import (
 )
 from ..transcript.tool_call_ids import (
     ToolCallIdMode,
+    ToolCallIdRule,
     is_valid_tool_call_id,
     normalize_tool_call_ids,
     tool_call_id_mode,
@@ -96,19 +97,40 @@ class ChatConversion:
     id). The ids taken before are every id the rule gave out, with the message it came from,
     failed turns' included (not replayed, but the rule saw them): a raw id it saw before is
     one of them, or is not valid as it is. With ids kept (``keep``), any unit.
+
+    A request that goes on from the previous one's end needs no clean unit: the id rule's
+    state there (``carried``) rewrites what follows as in place (``resume``), whatever the
+    ids (servers that number calls afresh in every answer, ids the rule must rewrite).
     """
 
-    __slots__ = ("_id_mode", "_images_ok")
+    __slots__ = ("_carried", "_id_mode", "_images_ok")
 
     def __init__(self, id_mode: ToolCallIdMode, images_ok: bool) -> None:
         self._id_mode = id_mode
         self._images_ok = images_ok
+        self._carried: ToolCallIdRule | None = None
 
     def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], Taken]:
         """The messages and the ids the rule gave out, each with the first message it came
         from."""
         taken: dict[str, int] = {}
-        return _converted(messages, self._id_mode, self._images_ok, taken), Taken({}, taken)
+        rule = None if self._id_mode == "keep" else ToolCallIdRule(self._id_mode)
+        params = _converted(messages, self._id_mode, self._images_ok, taken, rule)
+        self._carried = rule
+        return params, Taken({}, taken)
+
+    def carried(self) -> ToolCallIdRule | None:
+        """The id rule's state at the end of what ``whole`` converted (``None``: no rule)."""
+        return self._carried
+
+    def resume(
+        self, carried: ToolCallIdRule, units: Sequence[Message]
+    ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The messages of ``units`` after those ``carried`` saw, as in place, and the ids
+        the rule gave out for them (with the index of the unit message each came from);
+        ``carried`` moves on past them."""
+        taken: dict[str, int] = {}
+        return _converted(units, self._id_mode, self._images_ok, taken, carried), taken
 
     def part(self, units: Sequence[Message]) -> list[dict[str, Any]]:
         """The units' messages."""
@@ -151,11 +173,17 @@ def _converted(
     id_mode: ToolCallIdMode,
     images_ok: bool,
     taken: dict[str, int] | None = None,
+    rule: ToolCallIdRule | None = None,
 ) -> list[dict[str, Any]]:
     """The messages without the system prompt (``taken``, when given, gets every id the id
-    rule gave out, failed turns' included, with the index of the message it came from)."""
+    rule gave out, failed turns' included, with the index of the message it came from;
+    ``rule``, when given, rewrites the ids going on from its state)."""
     out: list[dict[str, Any]] = []
-    for index, message in enumerate(normalize_tool_call_ids(messages, id_mode)):
+    if rule is None:
+        normalized = normalize_tool_call_ids(messages, id_mode)
+    else:
+        normalized = rule.apply(messages)
+    for index, message in enumerate(normalized):
         if taken is not None:
             _take_ids(taken, index, message)
         if isinstance(message, UserMessage):

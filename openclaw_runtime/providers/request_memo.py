@@ -48,7 +48,14 @@ from typing import Any, NamedTuple, Protocol
 from .._prefix import shared_prefix_length
 from ..messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
-__all__ = ["CONVERSATIONS_KEPT", "Conversion", "RequestMemo", "Taken", "request_memo_of"]
+__all__ = [
+    "CONVERSATIONS_KEPT",
+    "Conversion",
+    "RequestMemo",
+    "Resuming",
+    "Taken",
+    "request_memo_of",
+]
 
 #: How many live conversations' params are kept at most (each about the size of its request
 #: body): well above the sessions a runtime keeps open (``max_open_sessions``, 128).
@@ -108,8 +115,25 @@ class _Strong:
         return self.message
 
 
+class Resuming(Protocol):
+    """What a :class:`Conversion` may add: going on from the previous request's end with the
+    state its conversion had there, so what a request adds converts as in place whether or
+    not it is clean (an id rule whose every id depends on all the earlier ones)."""
+
+    def carried(self) -> Any:
+        """The state at the end of what ``whole`` converted last (``None``: nothing to
+        carry)."""
+        ...
+
+    def resume(self, carried: Any, units: Sequence[Any]) -> tuple[Params, dict[str, int]]:
+        """The params of ``units`` (messages that start with a unit) after those ``carried``
+        saw, as in place, and the tool-call ids taken for them, each with the index of the
+        first of ``units`` that took it; ``carried`` moves on past them."""
+        ...
+
+
 class _Conversation:
-    __slots__ = ("cuts", "first", "inputs", "key", "params", "taken")
+    __slots__ = ("carried", "cuts", "first", "inputs", "key", "params", "taken")
 
     def __init__(
         self,
@@ -128,6 +152,8 @@ class _Conversation:
         #: (messages, params): where the params of ``inputs[:messages]`` end, at each cut
         self.cuts: list[tuple[int, int]] = []
         self.taken = taken
+        #: the conversion's state at the end of ``inputs`` (``Resuming``), or ``None``
+        self.carried: Any = None
 
 
 class RequestMemo:
@@ -161,6 +187,9 @@ class RequestMemo:
                 return params
         params, taken = conversion.whole(messages)
         conversation = _Conversation(key, self._held(first), _inputs(messages), params, taken)
+        carried = getattr(conversion, "carried", None)
+        if carried is not None:
+            conversation.carried = carried()
         _add_end_cuts(conversation, messages, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)
@@ -242,26 +271,38 @@ def _appended(
     if not units and conversion.settled(known.params[:kept]) < kept:
         return None  # converted with a turn after it, which now ends the request
     by_param, by_message = known.taken
-    added: dict[str, int] = {}
+    # the state carried is the one at the previous request's end: of use from there only
+    carried = known.carried if count == len(known.inputs) else None
+    known.carried = None
+    resume = getattr(conversion, "resume", None)
+    if units and carried is not None and resume is not None:
+        new, given = resume(carried, messages[count:])
+        added = {call_id: count + index for call_id, index in given.items()}
+        known.carried = carried
+    else:
+        known.carried = carried if not units else None  # nothing added: still at the end
+        added = {}
 
-    def taken(call_id: str) -> bool:
-        return (
-            call_id in added
-            or by_param.get(call_id, kept) < kept
-            or by_message.get(call_id, count) < count
-        )
+        def taken(call_id: str) -> bool:
+            return (
+                call_id in added
+                or by_param.get(call_id, kept) < kept
+                or by_message.get(call_id, count) < count
+            )
 
-    position = count
-    for unit in units:
-        if not conversion.clean(unit, taken):
-            return None
-        for call_id in _call_ids(unit[0]):
-            added.setdefault(call_id, position)
-        position += len(unit)
-    new = conversion.part(messages[count:]) if units else []
+        position = count
+        for unit in units:
+            if not conversion.clean(unit, taken):
+                return None
+            for call_id in _call_ids(unit[0]):
+                added.setdefault(call_id, position)
+            position += len(unit)
+        new = conversion.part(messages[count:]) if units else []
     if kept and new and conversion.joins(known.params[kept - 1], new[0]):
         return None
-    by_message.update(added)
+    for call_id, position in added.items():  # an entry at or after the cut is a dropped one's
+        if by_message.get(call_id, count) >= count:
+            by_message[call_id] = position
     known.params = params = known.params[:kept] + new
     known.inputs = _inputs(messages)
     del cuts[used + 1 :]  # the ones after it are the previous request's

@@ -7,7 +7,9 @@ requests do to the history, mostly adding tool groups, sometimes the odd thing:
 * tool groups of one or two calls whose ids are the provider's own (``native`` + a
   counter), an earlier one again (maybe taken), ``call_N|fc_N`` (an OpenAI Responses id
   every id rule rewrites), what the rules make of it (``callNfcN``, ``call_N_fc_N``: valid,
-  and maybe taken), or one with a stray space;
+  and maybe taken), or one with a stray space; with ``per_turn``, mostly ids numbered
+  afresh in every answer, as some servers send them (``call_0``, Kimi's
+  ``functions.read:0``);
 * thinking (signed, unsigned), text beside the calls, another model's turn, a failed turn,
   a missing, stray or late result, an error result, an image in a result;
 * a final answer and a prompt (sometimes blank);
@@ -63,16 +65,27 @@ def count_conversions(monkeypatch: _Patcher, module: Any, name: str = "_converte
 class RandomToolLoop:
     """A random conversation with ``model``, grown a step at a time (module docstring)."""
 
-    def __init__(self, seed: int, model: Model, *, native: str = "toolu_") -> None:
+    def __init__(
+        self, seed: int, model: Model, *, native: str = "toolu_", per_turn: bool = False
+    ) -> None:
         self.rng = random.Random(seed)
         self.model = model
         self.native = native
+        self.per_turn = per_turn
         self.messages: list[Any] = [UserMessage(content="start", timestamp=1)]
         self.calls = 0
 
-    def call(self) -> ToolCall:
-        """A call with an id of one of the styles above."""
+    def call(self, position: int = 0) -> ToolCall:
+        """A call with an id of one of the styles above (``position``: its place in the
+        answer, for ids numbered per answer)."""
         self.calls += 1
+        if self.per_turn:
+            numbered = self.rng.random()
+            if numbered < 0.45:
+                return ToolCall(id=f"call_{position}", name="read", arguments={"n": self.calls})
+            if numbered < 0.9:
+                call_id = f"functions.read:{position}"
+                return ToolCall(id=call_id, name="read", arguments={"n": self.calls})
         style = self.rng.random()
         near = self.rng.randint(1, 4)
         if style < 0.6:
@@ -106,7 +119,7 @@ class RandomToolLoop:
     def group(self) -> None:
         """An assistant turn with calls, then (most of) its results."""
         rng = self.rng
-        calls = [self.call() for _ in range(rng.choice([1, 1, 1, 2]))]
+        calls = [self.call(position) for position in range(rng.choice([1, 1, 1, 2]))]
         blocks: list[Any] = []
         if rng.random() < 0.5:
             signature = rng.choice(["c2ln", "c2ln", None])

@@ -31,6 +31,7 @@ __all__ = [
     "STRICT9_TOOL_CALL_ID_CHARS",
     "STRICT_TOOL_CALL_ID_MAX_CHARS",
     "ToolCallIdMode",
+    "ToolCallIdRule",
     "is_valid_tool_call_id",
     "normalize_tool_call_id",
     "normalize_tool_call_ids",
@@ -182,44 +183,66 @@ def normalize_tool_call_ids(messages: Sequence[Message], mode: ToolCallIdMode) -
     """
     if mode == "keep":
         return list(messages)
-    used: set[str] = set()
-    pending: dict[str, list[str]] = {}
-    occurrences: dict[str, int] = {}
-    out: list[Message] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            content: list[Any] = []
-            changed = False
-            for block in message.content:
-                if isinstance(block, ToolCall):
-                    seen = occurrences.get(block.id, 0) + 1
-                    occurrences[block.id] = seen
-                    if seen == 1 and _is_valid(block.id, mode) and block.id not in used:
-                        new_id = block.id
-                        used.add(new_id)
-                    else:
-                        new_id = _unique(
-                            block.id if seen == 1 else f"{block.id}:{seen}", mode, used
-                        )
-                    pending.setdefault(block.id, []).append(new_id)
-                    if new_id != block.id:
-                        block = block.model_copy(update={"id": new_id})
-                        changed = True
-                content.append(block)
-            out.append(message.model_copy(update={"content": content}) if changed else message)
-        elif isinstance(message, ToolResultMessage):
-            raw = message.tool_call_id
-            queue = pending.get(raw)
-            if queue:
-                new_id = queue.pop(0)
-            elif _is_valid(raw, mode) and raw not in used:
-                new_id = raw
-                used.add(raw)
+    return ToolCallIdRule(mode).apply(messages)
+
+
+class ToolCallIdRule:
+    """``normalize_tool_call_ids`` kept going: its state after the messages it rewrote (the
+    ids given out, the unanswered calls' ids by raw id, how often each raw id came), so
+    what follows them is rewritten as it would be in the whole transcript. A provider's
+    request memo goes on from the previous request's end with it, where servers that number
+    their calls afresh in every answer (``call_0``, ``functions.read:0``) make every later
+    call's id depend on all the earlier ones. Not for ``keep``."""
+
+    __slots__ = ("_mode", "_occurrences", "_pending", "_used")
+
+    def __init__(self, mode: ToolCallIdMode) -> None:
+        self._mode = mode
+        self._used: set[str] = set()
+        self._pending: dict[str, list[str]] = {}
+        self._occurrences: dict[str, int] = {}
+
+    def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` rewritten as they would be after those already seen (module
+        docstring), the state moved on past them."""
+        mode, used, pending, occurrences = self._mode, self._used, self._pending, self._occurrences
+        out: list[Message] = []
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                content: list[Any] = []
+                changed = False
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        seen = occurrences.get(block.id, 0) + 1
+                        occurrences[block.id] = seen
+                        if seen == 1 and _is_valid(block.id, mode) and block.id not in used:
+                            new_id = block.id
+                            used.add(new_id)
+                        else:
+                            new_id = _unique(
+                                block.id if seen == 1 else f"{block.id}:{seen}", mode, used
+                            )
+                        pending.setdefault(block.id, []).append(new_id)
+                        if new_id != block.id:
+                            block = block.model_copy(update={"id": new_id})
+                            changed = True
+                    content.append(block)
+                out.append(message.model_copy(update={"content": content}) if changed else message)
+            elif isinstance(message, ToolResultMessage):
+                raw = message.tool_call_id
+                queue = pending.get(raw)
+                if queue:
+                    new_id = queue.pop(0)
+                elif _is_valid(raw, mode) and raw not in used:
+                    new_id = raw
+                    used.add(raw)
+                else:
+                    new_id = _unique(f"{raw}:tool_result", mode, used)
+                out.append(
+                    message
+                    if new_id == raw
+                    else message.model_copy(update={"tool_call_id": new_id})
+                )
             else:
-                new_id = _unique(f"{raw}:tool_result", mode, used)
-            out.append(
-                message if new_id == raw else message.model_copy(update={"tool_call_id": new_id})
-            )
-        else:
-            out.append(message)
-    return out
+                out.append(message)
+        return out
