@@ -18,10 +18,12 @@ resent as copies (what a session's history is at a turn's start) and a new promp
 ``--sessions N`` (N > 1) a row ``sN`` times N such conversations (each its own history)
 taking turns request by request on one provider, as a service's open sessions do: every
 request of the five-call turn and the next turn's first request, after each one's first.
+``--ids per-turn`` names every call of the loops ``call_0``, as servers that number their
+calls afresh in every answer do (the id rule then rewrites every one after the first).
 
 Run:  .venv/bin/python benchmarks/provider_body.py
       [--provider anthropic anthropic-off google openai] [--history 0 1000 10000]
-      [--k 10 50] [--rounds 5] [--sessions 1]
+      [--k 10 50] [--rounds 5] [--sessions 1] [--ids unique|per-turn]
 """
 
 from __future__ import annotations
@@ -135,13 +137,14 @@ def history(target: Target, size: int) -> list[Any]:
     return [load_entry_message(message) for message in wire]
 
 
-def loop(target: Target, start: list[Any], k: int) -> list[list[Any]]:
-    """The messages of each request of a K-call loop after ``start`` and a prompt."""
+def loop(target: Target, start: list[Any], k: int, per_turn: bool = False) -> list[list[Any]]:
+    """The messages of each request of a K-call loop after ``start`` and a prompt (every
+    call ``call_0`` with ``per_turn``)."""
     model = target.model
     messages = [*start, UserMessage(content="Read the files one after another.")]
     requests = [list(messages)]
     for n in range(k):
-        call_id = f"{target.call_prefix}{n:06d}"
+        call_id = "call_0" if per_turn else f"{target.call_prefix}{n:06d}"
         call = ToolCall(id=call_id, name="read", arguments={"path": f"f{n}.txt"})
         thought = [target.thought] if target.thought is not None else []
         messages.append(
@@ -169,6 +172,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--ids", choices=["unique", "per-turn"], default="unique")
     args = parser.parse_args()
     if min(args.history) < 0 or min(args.k) < 1 or args.rounds < 1 or args.sessions < 1:
         parser.error("--history must be at least 0, --k, --rounds and --sessions at least 1")
@@ -187,25 +191,28 @@ def main() -> None:
         f"  {'provider':<13} {'history':>8} {'K':>4} {'memo µs/req':>12} {'whole µs/req':>13} "
         f"{'dumps µs/req':>13} {'memo/dumps':>11} {'whole/dumps':>12}"
     )
+    per_turn = args.ids == "per-turn"
+    if per_turn:
+        print("  every call of the loops named call_0 (--ids per-turn)")
     gc.disable()
     for target in targets:
         for size in args.history:
             start = history(target, size)
             for k in args.k:
-                report(target, size, str(k), [loop(target, start, k)], args.rounds)
-            requests = turn_start(target, start)
+                report(target, size, str(k), [loop(target, start, k, per_turn)], args.rounds)
+            requests = turn_start(target, start, per_turn)
             report(target, size, "turn", [requests], args.rounds, timed=len(requests) - 1)
             if args.sessions > 1:
                 others = [history(target, size) for _ in range(args.sessions - 1)]
-                sessions = [turn_start(target, one) for one in [start, *others]]
+                sessions = [turn_start(target, one, per_turn) for one in [start, *others]]
                 report(target, size, f"s{args.sessions}", sessions, args.rounds, timed=1)
 
 
-def turn_start(target: Target, start: list[Any]) -> list[list[Any]]:
+def turn_start(target: Target, start: list[Any], per_turn: bool = False) -> list[list[Any]]:
     """The requests of a tool-loop turn of five calls after ``start``, then the next turn's
     first request: the previous turn resent as copies (what a session's history is at a
     turn's start), a new prompt."""
-    requests = loop(target, start, 5)
+    requests = loop(target, start, 5, per_turn)
     turn = requests[-1]
     model = target.model
     answer = AssistantMessage(
