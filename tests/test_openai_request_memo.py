@@ -233,7 +233,7 @@ def test_a_late_result_in_a_resumed_request_keeps_its_calls_place() -> None:
         RandomToolLoop(0, GPT).assistant([ToolCall(id="call_x", name="read")]),
     )
     memo = RequestMemo()
-    requests = [
+    requests: list[list[Message]] = [
         [prompt, early],  # call_x unanswered
         [prompt, early, *_turn("call_y"), _turn("call_x")[1]],  # then its late result
         [prompt, early, *_turn("call_x")],  # from the cut after ``early``: call_x again
@@ -255,7 +255,7 @@ def test_an_id_given_again_after_a_cut_is_known_where_it_is_now(
     prompt = UserMessage(content="go")
     again = _turn("call_z")
     memo = RequestMemo()
-    requests = [
+    requests: list[list[Message]] = [
         [prompt],
         [prompt, *_turn("call_y"), *_turn("call_z")],
         [prompt, *again],
@@ -266,6 +266,25 @@ def test_an_id_given_again_after_a_cut_is_known_where_it_is_now(
         got = convert_messages(GPT, context, memo=memo)
         assert got == convert_messages(GPT, context)
     assert got[-2]["tool_calls"][0]["id"] != "call_z"
+
+
+def test_a_state_kept_past_a_cut_is_not_used_for_other_messages() -> None:
+    """The id rule's state at a request's end holds for those messages only: a request from
+    an earlier cut with other messages of the same length, then one going on from its end,
+    must not go on from the first request's state (it would not know ``call_h`` taken)."""
+    prompt, first = UserMessage(content="go"), _turn("call_f")
+    memo = RequestMemo()
+    requests: list[list[Message]] = [
+        [prompt, *first, *_turn("call_g")],  # the state at 5 has call_g
+        [prompt, *first, *_turn("call_h")],  # from the cut at 3: clean, no state at 5
+        [prompt, *first, *_turn("call_h"), *_turn("call_h")],
+    ]
+    requests[2][3:5] = requests[1][3:5]  # the second request's messages, then call_h again
+    for messages in requests:
+        context = Context("", messages, [])
+        got = convert_messages(GPT, context, memo=memo)
+        assert got == convert_messages(GPT, context)
+    assert got[-2]["tool_calls"][0]["id"] != "call_h"  # rewritten: the second took it
 
 
 def test_a_request_sent_again_converts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,20 +108,25 @@ class ChatConversion:
     def __init__(self, id_mode: ToolCallIdMode, images_ok: bool) -> None:
         self._id_mode = id_mode
         self._images_ok = images_ok
-        self._carried: ToolCallIdRule | None = None
+        #: the id rule's state after the last ``whole``
+        self._carried = ToolCallIdRule(id_mode)
 
     def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], Taken]:
         """The messages and the ids the rule gave out, each with the first message it came
         from."""
         taken: dict[str, int] = {}
-        rule = None if self._id_mode == "keep" else ToolCallIdRule(self._id_mode)
+        rule = ToolCallIdRule(self._id_mode)
         params = _converted(messages, self._id_mode, self._images_ok, taken, rule)
         self._carried = rule
         return params, Taken({}, taken)
 
-    def carried(self) -> ToolCallIdRule | None:
-        """The id rule's state at the end of what ``whole`` converted (``None``: no rule)."""
+    def carried(self) -> ToolCallIdRule:
+        """The id rule's state at the end of what ``whole`` converted."""
         return self._carried
+
+    def copied(self, carried: ToolCallIdRule) -> ToolCallIdRule:
+        """A copy of the rule's state, going on apart."""
+        return carried.copy()
 
     def resume(
         self, carried: ToolCallIdRule, units: Sequence[Message]

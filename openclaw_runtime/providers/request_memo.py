@@ -26,6 +26,11 @@ when:
 * no param before the cut changes when more follows (:meth:`Conversion.settled`: no cut is
   placed after such a param).
 
+A conversion may also carry its state from one request's end to the next
+(:class:`Resuming`): a request that goes on from the previous one's end then converts what
+it adds after that state, as in place, clean or not (an id rule whose every id depends on
+all the earlier ones: servers that number their calls afresh in every answer).
+
 Anything else converts everything, as before. The params are shared between requests, so
 they must not be changed: a caller that marks them (cache markers) marks copies, and a
 request whose body a hook may rewrite (``on_payload``) should not use the memo.
@@ -115,7 +120,7 @@ class _Strong:
         return self.message
 
 
-class Resuming(Protocol):
+class Resuming(Conversion, Protocol):
     """What a :class:`Conversion` may add: going on from the previous request's end with the
     state its conversion had there, so what a request adds converts as in place whether or
     not it is clean (an id rule whose every id depends on all the earlier ones)."""
@@ -129,6 +134,11 @@ class Resuming(Protocol):
         """The params of ``units`` (messages that start with a unit) after those ``carried``
         saw, as in place, and the tool-call ids taken for them, each with the index of the
         first of ``units`` that took it; ``carried`` moves on past them."""
+        ...
+
+    def copied(self, carried: Any) -> Any:
+        """A copy of ``carried`` that ``resume`` on either leaves the other as it is (kept
+        at a request's last prompt, where the next turn's first request goes on from)."""
         ...
 
 
@@ -152,8 +162,9 @@ class _Conversation:
         #: (messages, params): where the params of ``inputs[:messages]`` end, at each cut
         self.cuts: list[tuple[int, int]] = []
         self.taken = taken
-        #: the conversion's state at the end of ``inputs`` (``Resuming``), or ``None``
-        self.carried: Any = None
+        #: the conversion's states (``Resuming``) at positions of ``inputs`` where the next
+        #: request may go on from: its end, its last prompt
+        self.carried: dict[int, Any] = {}
 
 
 class RequestMemo:
@@ -185,11 +196,13 @@ class RequestMemo:
             if params is not None:
                 self._conversations.move_to_end(head)
                 return params
-        params, taken = conversion.whole(messages)
+        resuming = _resuming(conversion)
+        if resuming is not None:
+            params, taken, carried = _whole_carried(messages, resuming)
+        else:
+            (params, taken), carried = conversion.whole(messages), {}
         conversation = _Conversation(key, self._held(first), _inputs(messages), params, taken)
-        carried = getattr(conversion, "carried", None)
-        if carried is not None:
-            conversation.carried = carried()
+        conversation.carried = carried
         _add_end_cuts(conversation, messages, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)
@@ -212,6 +225,47 @@ class RequestMemo:
             return weakref.ref(first, gone)
         except TypeError:
             return _Strong(first)
+
+
+def _resuming(conversion: Conversion) -> Resuming | None:
+    """``conversion`` when it carries its state from one request to the next."""
+    if all(hasattr(conversion, name) for name in ("carried", "resume", "copied")):
+        return conversion  # type: ignore[return-value]  # a Conversion with all three
+    return None
+
+
+def _whole_carried(
+    messages: Sequence[Any], conversion: Resuming
+) -> tuple[Params, Taken, dict[int, Any]]:
+    """``whole(messages)`` through a conversion that carries its state, with the states at
+    the end and at the request's last prompt (``_prompt_split``): converted up to that
+    prompt, then on from there (the same params, unless what follows merges into what is
+    before or changes it: then at once, with the state at the end only)."""
+    whole = conversion.whole
+    split = _prompt_split(messages, 1)
+    if split is not None:
+        head, taken = whole(messages[:split])
+        if conversion.settled(head) == len(head):
+            state = conversion.carried()
+            at_prompt = conversion.copied(state)
+            tail, given = conversion.resume(state, messages[split:])
+            if not (head and tail and conversion.joins(head[-1], tail[0])):
+                by_message = taken.by_message
+                for call_id, index in given.items():  # the head's ids were taken first
+                    by_message.setdefault(call_id, split + index)
+                return head + tail, taken, {split: at_prompt, len(messages): state}
+    params, taken = whole(messages)
+    return params, taken, {len(messages): conversion.carried()}
+
+
+def _prompt_split(messages: Sequence[Any], start: int) -> int | None:
+    """The request's last prompt when it is at ``start`` or after: where a state is kept for
+    the next turn's first request, which goes on from there (the session resends the
+    previous turn as copies); else ``None``."""
+    prompt = len(messages) - 1
+    while prompt >= start and type(messages[prompt]) is not UserMessage:
+        prompt -= 1
+    return prompt if prompt >= start else None
 
 
 def _inputs(messages: Sequence[Any]) -> list[Any]:
@@ -271,16 +325,28 @@ def _appended(
     if not units and conversion.settled(known.params[:kept]) < kept:
         return None  # converted with a turn after it, which now ends the request
     by_param, by_message = known.taken
-    # the state carried is the one at the previous request's end: of use from there only
-    carried = known.carried if count == len(known.inputs) else None
-    known.carried = None
-    resume = getattr(conversion, "resume", None)
-    if units and carried is not None and resume is not None:
-        new, given = resume(carried, messages[count:])
+    # the states carried up to the cut hold (what is before it is shared); the one at the
+    # cut goes on with what is added, the later ones are the previous request's
+    carried = {at: state for at, state in known.carried.items() if at <= count}
+    state = carried.get(count)
+    resuming = _resuming(conversion)
+    if units and state is not None and resuming is not None:
+        del carried[count]
+        split = _prompt_split(messages, max(count, 1))
+        if split is None:
+            new, given = resuming.resume(state, messages[count:])
+        else:  # a prompt among what is added: a state kept there for the next turn
+            new, given = [], {}
+            if split > count:
+                new, given = resuming.resume(state, messages[count:split])
+            carried[split] = resuming.copied(state)
+            tail, more = resuming.resume(state, messages[split:])
+            new += tail
+            for call_id, index in more.items():
+                given.setdefault(call_id, split - count + index)
+        carried[len(messages)] = state
         added = {call_id: count + index for call_id, index in given.items()}
-        known.carried = carried
     else:
-        known.carried = carried if not units else None  # nothing added: still at the end
         added = {}
 
         def taken(call_id: str) -> bool:
@@ -305,6 +371,7 @@ def _appended(
             by_message[call_id] = position
     known.params = params = known.params[:kept] + new
     known.inputs = _inputs(messages)
+    known.carried = dict(sorted(carried.items())[-2:])  # the last prompt's and the end's
     del cuts[used + 1 :]  # the ones after it are the previous request's
     if len(units) == 1:  # its start is the cut just used: the last unit's
         if len(params) <= conversion.settled(params):

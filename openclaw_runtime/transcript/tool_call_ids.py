@@ -192,7 +192,7 @@ class ToolCallIdRule:
     what follows them is rewritten as it would be in the whole transcript. A provider's
     request memo goes on from the previous request's end with it, where servers that number
     their calls afresh in every answer (``call_0``, ``functions.read:0``) make every later
-    call's id depend on all the earlier ones. Not for ``keep``."""
+    call's id depend on all the earlier ones. With ``keep`` it rewrites nothing."""
 
     __slots__ = ("_mode", "_occurrences", "_pending", "_used")
 
@@ -202,10 +202,20 @@ class ToolCallIdRule:
         self._pending: dict[str, list[str]] = {}
         self._occurrences: dict[str, int] = {}
 
+    def copy(self) -> ToolCallIdRule:
+        """The same state, going on apart (the unanswered calls' queues copied)."""
+        other = ToolCallIdRule(self._mode)
+        other._used = self._used.copy()
+        other._pending = {raw: list(queue) for raw, queue in self._pending.items() if queue}
+        other._occurrences = self._occurrences.copy()
+        return other
+
     def apply(self, messages: Sequence[Message]) -> list[Message]:
         """``messages`` rewritten as they would be after those already seen (module
         docstring), the state moved on past them."""
         mode, used, pending, occurrences = self._mode, self._used, self._pending, self._occurrences
+        if mode == "keep":
+            return list(messages)
         out: list[Message] = []
         for message in messages:
             if isinstance(message, AssistantMessage):
