@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["shared_prefix_length", "starts_with"]
@@ -24,21 +24,10 @@ def starts_with(items: Sequence[Any], prefix: Sequence[Any]) -> bool:
     return len(items) >= len(prefix) and all(map(operator.is_, prefix, items))
 
 
-def shared_prefix_length(old: Sequence[Any], new: Sequence[Any], start: int = 0) -> int:
+def shared_prefix_length(old: Sequence[Any], new: Sequence[Any]) -> int:
     """The number of leading positions at which ``old`` and ``new`` hold the very same
-    objects (``is``, never ``==``): ``min(len(old), len(new))`` when one starts the other.
-    With ``start`` the positions before it are taken as shared unseen (a caller that checked
-    them otherwise)."""
-    if start:
-        if all(map(operator.is_, _after(old, start), _after(new, start))):
-            return min(len(old), len(new))
-        differ = map(operator.is_not, _after(old, start), _after(new, start))
-        return next(itertools.compress(itertools.count(start), differ))
+    objects (``is``, never ``==``): ``min(len(old), len(new))`` when one starts the other."""
     if all(map(operator.is_, old, new)):  # the usual answer, and the cheapest scan
         return min(len(old), len(new))
     # the first position whose objects differ, found at C speed (no Python loop per item)
     return next(itertools.compress(itertools.count(), map(operator.is_not, old, new)))
-
-
-def _after(items: Sequence[Any], start: int) -> Iterator[Any]:
-    return itertools.islice(items, start, None)

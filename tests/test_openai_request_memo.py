@@ -198,7 +198,9 @@ def test_ids_numbered_per_answer_convert_only_the_new_group(
     """A server that names every answer's first call ``call_0`` (or Kimi's
     ``functions.read:0``, which the rule must rewrite even once): each repeat's id depends
     on every earlier one, so every request converted the whole history. From the previous
-    request's end the rule's state gives the new group its id as in place."""
+    request's end the rule's state gives the new group its id as in place. The memo keeps
+    that state once a group was not clean (a copy at every turn for ids that never need
+    it): the first repeat converts everything once more."""
     sizes = count_conversions(monkeypatch, openai_request)
     loop = RandomToolLoop(0, GPT)
     memo = RequestMemo()
@@ -212,7 +214,7 @@ def test_ids_numbered_per_answer_convert_only_the_new_group(
         assert got == convert_messages(GPT, context)
         converted.append(sizes[before])
         ids.append((got[-2]["tool_calls"][0]["id"], got[-1]["tool_call_id"]))
-    assert converted == [3, 2, 2, 2]  # after the first, each request converted its group
+    assert converted == [3, 5, 2, 2]  # then each request converts its group alone
     assert len({call for call, _ in ids}) == 4  # four calls, four ids
     assert all(call == result for call, result in ids)  # each result answers its call
 
@@ -272,19 +274,21 @@ def test_a_state_kept_past_a_cut_is_not_used_for_other_messages() -> None:
     """The id rule's state at a request's end holds for those messages only: a request from
     an earlier cut with other messages of the same length, then one going on from its end,
     must not go on from the first request's state (it would not know ``call_h`` taken)."""
-    prompt, first = UserMessage(content="go"), _turn("call_f")
+    prompt, first, again = UserMessage(content="go"), _turn("call_f"), _turn("call_f")
+    other = _turn("call_h")
     memo = RequestMemo()
     requests: list[list[Message]] = [
-        [prompt, *first, *_turn("call_g")],  # the state at 5 has call_g
-        [prompt, *first, *_turn("call_h")],  # from the cut at 3: clean, no state at 5
-        [prompt, *first, *_turn("call_h"), *_turn("call_h")],
+        [prompt, *first],
+        [prompt, *first, *again],  # not clean: the states are kept from now on
+        [prompt, *first, *again, *_turn("call_g")],  # a state at 7, a cut at 5
+        [prompt, *first, *again, *other],  # from the cut at 5: clean, no state at 7
+        [prompt, *first, *again, *other, *_turn("call_h")],
     ]
-    requests[2][3:5] = requests[1][3:5]  # the second request's messages, then call_h again
     for messages in requests:
         context = Context("", messages, [])
         got = convert_messages(GPT, context, memo=memo)
         assert got == convert_messages(GPT, context)
-    assert got[-2]["tool_calls"][0]["id"] != "call_h"  # rewritten: the second took it
+    assert got[-2]["tool_calls"][0]["id"] != "call_h"  # rewritten: the fourth request took it
 
 
 def test_a_request_sent_again_converts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

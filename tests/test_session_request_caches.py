@@ -191,10 +191,10 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     Now a turn's requests run it over nothing, and send what the full pipeline makes.
 
     The provider's request memo converted every request's whole history for them (each
-    ``call_0``'s id depends on all the earlier ones). It keeps the id rule's state at a
-    request's end and at its last prompt now, and goes on from there: a loop's request
-    converts its own group, a turn's first the previous turn and its prompt, as with ids
-    that do not repeat."""
+    ``call_0``'s id depends on all the earlier ones). Once a unit is not clean it keeps the
+    id rule's state at a request's end and at its last prompt, and goes on from there: a
+    loop's request converts its own group, a turn's first the previous turn and its prompt
+    (the state kept before the prompt), once the states reach back to a turn's prompt."""
     monkeypatch.setattr(server, "_next_call_id", lambda: "call_0")
     seen = _pipeline_runs(monkeypatch)
     sizes = count_conversions(monkeypatch, openai_request)
@@ -203,9 +203,14 @@ async def test_a_provider_naming_every_call_call_0_keeps_the_sanitizer_caches(
     sent = [call["id"] for m in bodies[-1][-1]["messages"] for call in m.get("tool_calls", ())]
     assert len(sent) == TURNS * CALLS and sent[0] == "call_0", sent
     assert seen == [], seen  # clean turns: no stage ran for any request
-    # as in test_a_turns_requests_convert_only_what_is_new
-    first, later = [1, *[2] * CALLS], [2 * CALLS + 2, 1, 1, *[2] * CALLS]
-    assert sizes == first + later * (TURNS - 1), sizes
+    # the first turns set the states up (a whole conversion keeps them once a unit was not
+    # clean: the second call_0); from the fourth turn on, a turn's first request converts
+    # the previous turn, its prompt, that prompt alone (checking the cut); a later one its
+    # group. No request converts more than two turns.
+    turn_size = 2 * CALLS + 2
+    steady = [turn_size, 1, 1, *[2] * CALLS] * (TURNS - 3)
+    assert sizes[-len(steady) :] == steady, sizes
+    assert max(sizes) <= 2 * turn_size, sizes
 
     # the same turns through the whole pipeline at every request: the same requests
     _full_pipeline_every_time(monkeypatch)
@@ -275,13 +280,12 @@ async def test_a_turns_requests_convert_only_what_is_new(
     new since the previous turn's start, and send what converting everything sends."""
     sizes = count_conversions(monkeypatch, openai_request)
     bodies = (await _turns(tmp_path / "kept", server, memory=memory)).bodies
-    # a turn's first request converts the previous turn (the session's copies of it), then
-    # its prompt (the id rule's state kept before it, where the next turn goes on from), then
-    # that prompt alone (checking the cut there); each later request its group alone. The
-    # history before the previous turn is never converted again.
-    previous = 2 * CALLS + 2
+    # a turn's first request converts the previous turn (the session's copies of it) and its
+    # prompt, then that prompt alone (where the next turn may start over); each later request
+    # its group alone. The history before the previous turn is never converted again.
+    previous_and_prompt = 2 * CALLS + 2 + 1
     first = [1, *[2] * CALLS]
-    assert sizes == first + [previous, 1, 1, *[2] * CALLS] * (TURNS - 1), sizes
+    assert sizes == first + [previous_and_prompt, 1, *[2] * CALLS] * (TURNS - 1), sizes
 
     # the same turns converting the whole history at every request: the same requests
     monkeypatch.setattr(RequestMemo, "convert", lambda self, m, key, c: c.whole(m)[0])
@@ -347,8 +351,8 @@ async def test_more_open_sessions_than_eight_each_convert_only_what_is_new(
     monkeypatch.setattr(RequestMemo, "__init__", recorded)
     bodies = await _sessions_taking_turns(tmp_path / "kept", server, memory=memory)
     # the first turn: the prompt, then the group; later: the previous turn (the session's
-    # copies), the prompt, the prompt alone (for the next turn's cut), the group
-    assert per_run == [[1, 2]] * SESSIONS + [[4, 1, 1, 2]] * (2 * SESSIONS), per_run
+    # copies) and the prompt, the prompt alone (for the next turn's cut), the group
+    assert per_run == [[1, 2]] * SESSIONS + [[5, 1, 2]] * (2 * SESSIONS), per_run
     assert len(memos) == 1
     gc.collect()
     assert len(memos[0]) == 0  # the sessions closed: their conversations went with them

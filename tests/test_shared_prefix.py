@@ -11,7 +11,6 @@ from openclaw_runtime.messages import UserMessage
 
 A, B, C, D = (UserMessage(content=text) for text in "abcd")
 B_COPY = B.model_copy()  # equal to B, another object
-C_COPY = C.model_copy()
 
 
 @pytest.mark.parametrize(
@@ -35,25 +34,6 @@ def test_shared_prefix_length(old: Any, new: Any, expected: int) -> None:
     assert B_COPY == B and B_COPY is not B
     assert shared_prefix_length(old, new) == expected
     assert shared_prefix_length(new, old) == expected  # symmetric
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "start", "expected"),
-    [
-        ([None, B, C], [A, B, C], 1, 3),  # the first position taken as shared unseen
-        ([None, B], [A, B, C, D], 1, 2),
-        ([None, B, C], [A, D, C], 1, 1),  # differs right after it
-        ([None, B, C, D], [A, B, C_COPY, D], 1, 2),
-        ([None], [A, B], 1, 1),
-        ([None, None, C], [A, B, C, D], 2, 3),
-        ([A, B], [A, D], 0, 1),  # 0: no position taken
-    ],
-)
-def test_shared_prefix_length_from(old: Any, new: Any, start: int, expected: int) -> None:
-    """A caller that checked the leading positions itself (the request memo, which holds a
-    conversation's first message weakly) counts from ``start``."""
-    assert shared_prefix_length(old, new, start) == expected
-    assert shared_prefix_length(new, old, start) == expected
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,11 @@ when:
 * no param before the cut changes when more follows (:meth:`Conversion.settled`: no cut is
   placed after such a param).
 
-A conversion may also carry its state from one request's end to the next
-(:class:`Resuming`): a request that goes on from the previous one's end then converts what
-it adds after that state, as in place, clean or not (an id rule whose every id depends on
-all the earlier ones: servers that number their calls afresh in every answer).
+A conversion may also carry its state from one request to the next (:class:`Resuming`):
+the memo keeps it at a request's end and at its last prompt, and a request that goes on
+from one of them (a tool loop's next request, the next turn's first) converts what it adds
+after that state, as in place, clean or not (an id rule whose every id depends on all the
+earlier ones: servers that number their calls afresh in every answer).
 
 Anything else converts everything, as before. The params are shared between requests, so
 they must not be changed: a caller that marks them (cache markers) marks copies, and a
@@ -121,13 +122,13 @@ class _Strong:
 
 
 class Resuming(Conversion, Protocol):
-    """What a :class:`Conversion` may add: going on from the previous request's end with the
-    state its conversion had there, so what a request adds converts as in place whether or
-    not it is clean (an id rule whose every id depends on all the earlier ones)."""
+    """What a :class:`Conversion` may add: going on from an earlier request's end or last
+    prompt with the state its conversion had there, so what a request adds converts as in
+    place whether or not it is clean (an id rule whose every id depends on all the earlier
+    ones)."""
 
     def carried(self) -> Any:
-        """The state at the end of what ``whole`` converted last (``None``: nothing to
-        carry)."""
+        """The state at the end of what ``whole`` converted last."""
         ...
 
     def resume(self, carried: Any, units: Sequence[Any]) -> tuple[Params, dict[str, int]]:
@@ -143,7 +144,7 @@ class Resuming(Conversion, Protocol):
 
 
 class _Conversation:
-    __slots__ = ("carried", "cuts", "first", "inputs", "key", "params", "taken")
+    __slots__ = ("carried", "cuts", "first", "inputs", "key", "params", "stateful", "taken")
 
     def __init__(
         self,
@@ -163,8 +164,10 @@ class _Conversation:
         self.cuts: list[tuple[int, int]] = []
         self.taken = taken
         #: the conversion's states (``Resuming``) at positions of ``inputs`` where the next
-        #: request may go on from: its end, its last prompt
+        #: request may go on from: its end, its last prompt; kept once a unit was not clean
+        #: (``stateful``), since keeping them costs a copy of the state at every turn
         self.carried: dict[int, Any] = {}
+        self.stateful = False
 
 
 class RequestMemo:
@@ -191,18 +194,21 @@ class RequestMemo:
         first = messages[0]
         head = id(first)
         known = self._conversations.get(head)
+        stateful = False
         if known is not None and known.first() is first and known.key == key:
             params = _appended(known, messages, conversion)
             if params is not None:
                 self._conversations.move_to_end(head)
                 return params
-        resuming = _resuming(conversion)
+            stateful = known.stateful
+        resuming = _resuming(conversion) if stateful else None
         if resuming is not None:
             params, taken, carried = _whole_carried(messages, resuming)
         else:
             (params, taken), carried = conversion.whole(messages), {}
         conversation = _Conversation(key, self._held(first), _inputs(messages), params, taken)
         conversation.carried = carried
+        conversation.stateful = stateful
         _add_end_cuts(conversation, messages, conversion)
         self._conversations[head] = conversation
         self._conversations.move_to_end(head)
@@ -311,7 +317,12 @@ def _appended(
 ) -> Params | None:
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
     the clean units after it (and ``known`` moved on to them), or ``None``."""
-    shared = shared_prefix_length(known.inputs, messages, 1)  # the caller checked the first
+    inputs = known.inputs
+    inputs[0] = messages[0]  # the caller checked it: for the scan only (it is held weakly)
+    try:
+        shared = shared_prefix_length(inputs, messages)
+    finally:
+        inputs[0] = None
     cuts = known.cuts
     used = len(cuts) - 1  # the last cut within what is shared (cuts are in order)
     while used >= 0 and cuts[used][0] > shared:
@@ -359,6 +370,7 @@ def _appended(
         position = count
         for unit in units:
             if not conversion.clean(unit, taken):
+                known.stateful = True  # the next whole conversion keeps the states
                 return None
             for call_id in _call_ids(unit[0]):
                 added.setdefault(call_id, position)
