@@ -229,16 +229,18 @@ def _turn(call_id: str) -> list[Message]:
 def test_a_late_result_in_a_resumed_request_keeps_its_calls_place() -> None:
     """A late result (its call in an earlier request) takes its call's id; the memo must
     still know that id as taken where the call was, not where the result came: a later
-    request from a cut between them that calls that id again gets it rewritten."""
-    prompt, early = (
-        UserMessage(content="go"),
-        RandomToolLoop(0, GPT).assistant([ToolCall(id="call_x", name="read")]),
-    )
+    request from a cut between them that calls that id again gets it rewritten. (A repeated
+    ``call_f`` first, so the memo goes on from the id rule's state.)"""
+    prompt, first, again = UserMessage(content="go"), _turn("call_f"), _turn("call_f")
+    early = RandomToolLoop(0, GPT).assistant([ToolCall(id="call_x", name="read")])
+    start = [prompt, *first, *again, early]  # call_x unanswered
     memo = RequestMemo()
     requests: list[list[Message]] = [
-        [prompt, early],  # call_x unanswered
-        [prompt, early, *_turn("call_y"), _turn("call_x")[1]],  # then its late result
-        [prompt, early, *_turn("call_x")],  # from the cut after ``early``: call_x again
+        [prompt, *first],
+        [prompt, *first, *again],  # not clean: the states are kept from now on
+        start,
+        [*start, *_turn("call_y"), _turn("call_x")[1]],  # then call_x's late result
+        [*start, *_turn("call_x")],  # from the cut after ``early``: call_x again
     ]
     for messages in requests:
         context = Context("", messages, [])

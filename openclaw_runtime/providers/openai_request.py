@@ -109,7 +109,7 @@ class ChatConversion:
         self._id_mode = id_mode
         self._images_ok = images_ok
         #: the id rule's state after the last ``whole``
-        self._carried = ToolCallIdRule(id_mode)
+        self._carried: ToolCallIdRule | None = None
 
     def whole(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], Taken]:
         """The messages and the ids the rule gave out, each with the first message it came
@@ -122,6 +122,8 @@ class ChatConversion:
 
     def carried(self) -> ToolCallIdRule:
         """The id rule's state at the end of what ``whole`` converted."""
+        if self._carried is None:  # nothing converted yet: the state at the start
+            self._carried = ToolCallIdRule(self._id_mode)
         return self._carried
 
     def copied(self, carried: ToolCallIdRule) -> ToolCallIdRule:

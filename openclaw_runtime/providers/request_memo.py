@@ -336,28 +336,17 @@ def _appended(
     if not units and conversion.settled(known.params[:kept]) < kept:
         return None  # converted with a turn after it, which now ends the request
     by_param, by_message = known.taken
-    # the states carried up to the cut hold (what is before it is shared); the one at the
-    # cut goes on with what is added, the later ones are the previous request's
-    carried = {at: state for at, state in known.carried.items() if at <= count}
-    state = carried.get(count)
-    resuming = _resuming(conversion)
-    if units and state is not None and resuming is not None:
-        del carried[count]
-        split = _prompt_split(messages, max(count, 1))
-        if split is None:
-            new, given = resuming.resume(state, messages[count:])
-        else:  # a prompt among what is added: a state kept there for the next turn
-            new, given = [], {}
-            if split > count:
-                new, given = resuming.resume(state, messages[count:split])
-            carried[split] = resuming.copied(state)
-            tail, more = resuming.resume(state, messages[split:])
-            new += tail
-            for call_id, index in more.items():
-                given.setdefault(call_id, split - count + index)
-        carried[len(messages)] = state
-        added = {call_id: count + index for call_id, index in given.items()}
+    resumed = _resumed(known, messages, count, conversion) if units and known.stateful else None
+    carried: dict[int, Any] | None
+    if resumed is not None:
+        new, added, carried = resumed
     else:
+        # the states up to the cut hold (what is before it is shared), not the later ones
+        carried = (
+            {at: state for at, state in known.carried.items() if at <= count}
+            if known.stateful
+            else None
+        )
         added = {}
 
         def taken(call_id: str) -> bool:
@@ -378,12 +367,16 @@ def _appended(
         new = conversion.part(messages[count:]) if units else []
     if kept and new and conversion.joins(known.params[kept - 1], new[0]):
         return None
-    for call_id, position in added.items():  # an entry at or after the cut is a dropped one's
-        if by_message.get(call_id, count) >= count:
-            by_message[call_id] = position
+    if resumed is None:
+        by_message.update(added)  # clean: none of them taken before the cut
+    else:
+        for call_id, position in added.items():  # an entry at or after the cut: a dropped one
+            if by_message.get(call_id, count) >= count:
+                by_message[call_id] = position
     known.params = params = known.params[:kept] + new
     known.inputs = _inputs(messages)
-    known.carried = dict(sorted(carried.items())[-2:])  # the last prompt's and the end's
+    if carried is not None:
+        known.carried = dict(sorted(carried.items())[-2:])  # the last prompt's and the end's
     del cuts[used + 1 :]  # the ones after it are the previous request's
     if len(units) == 1:  # its start is the cut just used: the last unit's
         if len(params) <= conversion.settled(params):
@@ -391,6 +384,34 @@ def _appended(
     else:
         _add_end_cuts(known, messages, conversion)
     return params
+
+
+def _resumed(
+    known: _Conversation, messages: Sequence[Any], count: int, conversion: Conversion
+) -> tuple[Params, dict[str, int], dict[int, Any]] | None:
+    """The params of ``messages[count:]`` going on from the state carried at ``count``, the
+    ids taken for them (by message) and the states to keep (those before the cut, one at
+    the request's last prompt if it is among what is added, one at its end); ``None`` when
+    no state is carried there. The state used moves on: the cut keeps none."""
+    state = known.carried.get(count)
+    resuming = _resuming(conversion)
+    if state is None or resuming is None:
+        return None
+    carried = {at: kept for at, kept in known.carried.items() if at < count}
+    split = _prompt_split(messages, max(count, 1))
+    if split is None:
+        new, given = resuming.resume(state, messages[count:])
+    else:  # a prompt among what is added: a state kept there for the next turn
+        new, given = [], {}
+        if split > count:
+            new, given = resuming.resume(state, messages[count:split])
+        carried[split] = resuming.copied(state)
+        tail, more = resuming.resume(state, messages[split:])
+        new += tail
+        for call_id, index in more.items():
+            given.setdefault(call_id, split - count + index)
+    carried[len(messages)] = state
+    return new, {call_id: count + index for call_id, index in given.items()}, carried
 
 
 def _units(added: Sequence[Any]) -> list[list[Any]] | None:

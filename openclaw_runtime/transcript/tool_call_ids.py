@@ -183,7 +183,7 @@ def normalize_tool_call_ids(messages: Sequence[Message], mode: ToolCallIdMode) -
     """
     if mode == "keep":
         return list(messages)
-    return ToolCallIdRule(mode).apply(messages)
+    return _rewritten(messages, mode, set(), {}, {})
 
 
 class ToolCallIdRule:
@@ -213,46 +213,55 @@ class ToolCallIdRule:
     def apply(self, messages: Sequence[Message]) -> list[Message]:
         """``messages`` rewritten as they would be after those already seen (module
         docstring), the state moved on past them."""
-        mode, used, pending, occurrences = self._mode, self._used, self._pending, self._occurrences
-        if mode == "keep":
+        if self._mode == "keep":
             return list(messages)
-        out: list[Message] = []
-        for message in messages:
-            if isinstance(message, AssistantMessage):
-                content: list[Any] = []
-                changed = False
-                for block in message.content:
-                    if isinstance(block, ToolCall):
-                        seen = occurrences.get(block.id, 0) + 1
-                        occurrences[block.id] = seen
-                        if seen == 1 and _is_valid(block.id, mode) and block.id not in used:
-                            new_id = block.id
-                            used.add(new_id)
-                        else:
-                            new_id = _unique(
-                                block.id if seen == 1 else f"{block.id}:{seen}", mode, used
-                            )
-                        pending.setdefault(block.id, []).append(new_id)
-                        if new_id != block.id:
-                            block = block.model_copy(update={"id": new_id})
-                            changed = True
-                    content.append(block)
-                out.append(message.model_copy(update={"content": content}) if changed else message)
-            elif isinstance(message, ToolResultMessage):
-                raw = message.tool_call_id
-                queue = pending.get(raw)
-                if queue:
-                    new_id = queue.pop(0)
-                elif _is_valid(raw, mode) and raw not in used:
-                    new_id = raw
-                    used.add(raw)
-                else:
-                    new_id = _unique(f"{raw}:tool_result", mode, used)
-                out.append(
-                    message
-                    if new_id == raw
-                    else message.model_copy(update={"tool_call_id": new_id})
-                )
+        return _rewritten(messages, self._mode, self._used, self._pending, self._occurrences)
+
+
+def _rewritten(
+    messages: Sequence[Message],
+    mode: ToolCallIdMode,
+    used: set[str],
+    pending: dict[str, list[str]],
+    occurrences: dict[str, int],
+) -> list[Message]:
+    """The rule over ``messages`` from the state given (updated in place): the ids given
+    out, the unanswered calls' ids by raw id, how often each raw id came."""
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            content: list[Any] = []
+            changed = False
+            for block in message.content:
+                if isinstance(block, ToolCall):
+                    seen = occurrences.get(block.id, 0) + 1
+                    occurrences[block.id] = seen
+                    if seen == 1 and _is_valid(block.id, mode) and block.id not in used:
+                        new_id = block.id
+                        used.add(new_id)
+                    else:
+                        new_id = _unique(
+                            block.id if seen == 1 else f"{block.id}:{seen}", mode, used
+                        )
+                    pending.setdefault(block.id, []).append(new_id)
+                    if new_id != block.id:
+                        block = block.model_copy(update={"id": new_id})
+                        changed = True
+                content.append(block)
+            out.append(message.model_copy(update={"content": content}) if changed else message)
+        elif isinstance(message, ToolResultMessage):
+            raw = message.tool_call_id
+            queue = pending.get(raw)
+            if queue:
+                new_id = queue.pop(0)
+            elif _is_valid(raw, mode) and raw not in used:
+                new_id = raw
+                used.add(raw)
             else:
-                out.append(message)
-        return out
+                new_id = _unique(f"{raw}:tool_result", mode, used)
+            out.append(
+                message if new_id == raw else message.model_copy(update={"tool_call_id": new_id})
+            )
+        else:
+            out.append(message)
+    return out
