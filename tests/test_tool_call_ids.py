@@ -9,6 +9,7 @@ characters and every tool result still answers its call.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime
+from openclaw_runtime.llm import Model
 from openclaw_runtime.messages import (
     AssistantMessage,
     Message,
@@ -26,8 +28,10 @@ from openclaw_runtime.messages import (
     UserMessage,
 )
 from openclaw_runtime.testing.openai_server import FaultInjectingOpenAIServer
+from openclaw_runtime.testing.random_tool_loops import RandomToolLoop
 from openclaw_runtime.transcript.tool_call_ids import (
     ToolCallIdMode,
+    ToolCallIdRule,
     normalize_tool_call_id,
     normalize_tool_call_ids,
     tool_call_id_mode,
@@ -307,3 +311,33 @@ def test_native_anthropic_ids_repeated_get_a_fresh_id_the_second_time() -> None:
     assert first == native
     assert second != native and STRICT_RE.match(second)
     assert [r for _, r in _pairs(out)] == [first, second]
+
+
+@pytest.mark.parametrize("mode", ["openai", "strict9", "strict", "anthropic", "keep"])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_rule_applied_in_parts_rewrites_as_at_once(mode: ToolCallIdMode, seed: int) -> None:
+    """``ToolCallIdRule`` (what a request memo keeps between requests): a transcript applied
+    in parts, with a copy taken at each cut going on apart, gives what the whole transcript
+    gives (ids numbered per answer, repeats, late and stray results)."""
+    model = Model(
+        id="gpt-4o",
+        api="openai-completions",
+        provider="openai",
+        base_url="http://127.0.0.1:9/v1",
+        context_window=128_000,
+        max_tokens=4096,
+    )
+    loop = RandomToolLoop(seed, model, native="call_", per_turn=seed % 2 == 0)
+    for _ in range(60):
+        loop.step()
+    messages = list(loop.messages)
+    expected = normalize_tool_call_ids(messages, mode)
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(messages)), min(4, len(messages) - 1)))
+    rule, got, copies = ToolCallIdRule(mode), [], []
+    for start, end in zip([0, *cuts], [*cuts, len(messages)], strict=True):
+        got += rule.apply(messages[start:end])
+        copies.append((end, rule.copy()))
+    assert got == expected
+    for end, copy in copies:  # each copy goes on from its cut as the whole would
+        assert got[:end] + copy.apply(messages[end:]) == expected

@@ -98,9 +98,10 @@ class ChatConversion:
     failed turns' included (not replayed, but the rule saw them): a raw id it saw before is
     one of them, or is not valid as it is. With ids kept (``keep``), any unit.
 
-    A request that goes on from the previous one's end needs no clean unit: the id rule's
-    state there (``carried``) rewrites what follows as in place (``resume``), whatever the
-    ids (servers that number calls afresh in every answer, ids the rule must rewrite).
+    A request that goes on from an earlier request's end or last prompt needs no clean unit
+    once the memo keeps the id rule's state there (``carried``, ``copied``): the state
+    rewrites what follows as in place (``resume``), whatever the ids (servers that number
+    calls afresh in every answer, ids the rule must rewrite).
     """
 
     __slots__ = ("_carried", "_id_mode", "_images_ok")

@@ -186,9 +186,9 @@ class RequestMemo:
 
     def convert(self, messages: Sequence[Any], key: Key, conversion: Conversion) -> Params:
         """``conversion.whole(messages)``'s params, or the previous params up to a cut plus
-        the params of the clean units after it (the same params). ``key`` names everything
-        else the params depend on (the model, its switches). Not to be changed by the
-        caller."""
+        the params of the clean units after it, or of what follows a state carried there
+        (the same params). ``key`` names everything else the params depend on (the model,
+        its switches). Not to be changed by the caller."""
         if not messages:
             return conversion.whole(messages)[0]
         first = messages[0]
@@ -316,7 +316,8 @@ def _appended(
     known: _Conversation, messages: Sequence[Any], conversion: Conversion
 ) -> Params | None:
     """The params of ``messages`` from ``known``'s up to its last cut the request shares and
-    the clean units after it (and ``known`` moved on to them), or ``None``."""
+    those of what follows, going on from the state carried at the cut (``_resumed``) or
+    clean units (and ``known`` moved on to them), or ``None``."""
     inputs = known.inputs
     inputs[0] = messages[0]  # the caller checked it: for the scan only (it is held weakly)
     try:
