@@ -15,21 +15,13 @@ from typing import Any
 
 import pytest
 
-from openclaw_runtime.llm import Context, Model
+from openclaw_runtime.llm import Context
 from openclaw_runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from openclaw_runtime.providers import openai_request
 from openclaw_runtime.providers.openai_request import convert_messages
 from openclaw_runtime.providers.request_memo import RequestMemo, Taken
 from openclaw_runtime.testing.random_tool_loops import RandomToolLoop, count_conversions
-
-GPT = Model(
-    id="gpt-4o",
-    api="openai-completions",
-    provider="openai",
-    base_url="http://127.0.0.1:9/v1",
-    context_window=128_000,
-    max_tokens=4096,
-)
+from tests.test_openai_request_memo import GPT
 
 
 def _group(conversation: str, n: int) -> list[Any]:

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from openclaw_runtime import Runtime
-from openclaw_runtime.llm import Model
 from openclaw_runtime.messages import (
     AssistantMessage,
     Message,
@@ -37,6 +36,7 @@ from openclaw_runtime.transcript.tool_call_ids import (
     tool_call_id_mode,
 )
 from tests.run_support import openai_config
+from tests.test_openai_request_memo import GPT
 
 #: A Responses-API id as OpenClaw stores it: ``call_<24>|fc_<64>`` (~90 characters).
 CALL_A = "call_sE22kQ9vXw3LmN8pRt5YbZ1c|fc_0b65" + "a1" * 30
@@ -319,15 +319,7 @@ def test_the_rule_applied_in_parts_rewrites_as_at_once(mode: ToolCallIdMode, see
     """``ToolCallIdRule`` (what a request memo keeps between requests): a transcript applied
     in parts, with a copy taken at each cut going on apart, gives what the whole transcript
     gives (ids numbered per answer, repeats, late and stray results)."""
-    model = Model(
-        id="gpt-4o",
-        api="openai-completions",
-        provider="openai",
-        base_url="http://127.0.0.1:9/v1",
-        context_window=128_000,
-        max_tokens=4096,
-    )
-    loop = RandomToolLoop(seed, model, native="call_", per_turn=seed % 2 == 0)
+    loop = RandomToolLoop(seed, GPT, native="call_", per_turn=seed % 2 == 0)
     for _ in range(60):
         loop.step()
     messages = list(loop.messages)
