@@ -12,8 +12,9 @@ would get from changing them. One process per setting (``--setting``):
 
 Each process runs ``--batches`` batches of 1,000 fresh-session runs of part 3's turn (the model
 call sleeping 10 ms) and the same batch calling the stream function directly, and prints the
-process CPU per run above that floor, the collector's CPU per run and the collections per
-generation. Alternate settings process by process and compare within one sitting.
+process CPU per run above that floor, the collector's CPU per run (and its split by
+generation: most of it is the two or three full collections a batch makes, each walking every
+run in flight) and the collections per generation. Alternate settings process by process and compare within one sitting.
 
 With ``--census`` it then holds one more batch at its model calls (``agent_turn._Census``) and
 counts the objects the collector tracks (``gc.get_objects()``, after a collection) against the
@@ -47,19 +48,26 @@ RUNS = 1_000
 
 
 class _Collector:
-    """CPU seconds in the collector and collections per generation (``gc.callbacks``)."""
+    """CPU seconds in the collector, and collections and seconds per generation
+    (``gc.callbacks``): the full collections (generation 2) walk every run in flight."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.collections = [0, 0, 0]
+        self.by_generation = [0.0, 0.0, 0.0]
         self._start = 0.0
+
+    def reset(self) -> None:
+        self.seconds, self.collections, self.by_generation = 0.0, [0, 0, 0], [0.0, 0.0, 0.0]
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self._start = time.process_time()
         else:
-            self.seconds += time.process_time() - self._start
+            spent = time.process_time() - self._start
+            self.seconds += spent
             self.collections[info["generation"]] += 1
+            self.by_generation[info["generation"]] += spent
 
 
 async def main(mode: str, setting: str, batches: int, census: bool) -> None:
@@ -104,13 +112,15 @@ async def main(mode: str, setting: str, batches: int, census: bool) -> None:
         cpu = time.process_time()
         await direct()
         floor = time.process_time() - cpu
-        collector.seconds, collector.collections = 0.0, [0, 0, 0]
+        collector.reset()
         cpu = time.process_time()
         await ours()
         spent = time.process_time() - cpu - floor
+        per_generation = ", ".join(f"{s / RUNS * 1e6:,.0f}" for s in collector.by_generation)
         print(
             f"  {spent / RUNS * 1e6:,.0f} µs per run above the floor, "
-            f"{collector.seconds / RUNS * 1e6:,.0f} µs of it in the collector; "
+            f"{collector.seconds / RUNS * 1e6:,.0f} µs of it in the collector "
+            f"({per_generation} µs by generation); "
             f"collections per generation {collector.collections}"
         )
     gc.callbacks.remove(collector)
