@@ -14,7 +14,8 @@ Each process runs ``--batches`` batches of 1,000 fresh-session runs of part 3's 
 call sleeping 10 ms) and the same batch calling the stream function directly, and prints the
 process CPU per run above that floor, the collector's CPU per run (and its split by
 generation: most of it is the two or three full collections a batch makes, each walking every
-run in flight) and the collections per generation. Alternate settings process by process and compare within one sitting.
+run in flight) and the collections per generation. Alternate settings process by process and
+compare within one sitting.
 
 With ``--census`` it then holds one more batch at its model calls (``agent_turn._Census``) and
 counts the objects the collector tracks (``gc.get_objects()``, after a collection) against the
