@@ -13,10 +13,10 @@ providers that replay history natively (Anthropic Messages, Gemini).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence, Set
 from typing import Any
 
+from .._prefix import starts_with
 from ..llm import Model
 from ..messages import (
     AssistantMessage,
@@ -102,7 +102,7 @@ def _failed_replay(message: AssistantMessage, content: list[Any]) -> str:
 
 def _same_blocks(content: list[Any], original: Sequence[Any]) -> bool:
     """``content`` holds the very blocks of ``original``, in order."""
-    return len(content) == len(original) and all(map(operator.is_, content, original))
+    return len(content) == len(original) and starts_with(content, original)
 
 
 def _has_image(content: str | Sequence[Any]) -> bool:
