@@ -171,6 +171,8 @@ def cli() -> None:
         "--census", action="store_true", help="count what an in-flight run holds for the GC"
     )
     args = parser.parse_args()
+    if args.batches < 1:
+        parser.error(f"--batches must be at least 1, got {args.batches}")
     anyio.run(main, args.mode, args.setting, args.batches, args.census)
 
 
