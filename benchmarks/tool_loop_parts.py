@@ -27,7 +27,16 @@ a run (T10 − 10 × marginal), and the cost per tool-calling turn at K = 10 (T1
 ratio to pydantic-ai's. A layer's share is the runtime's figure minus the figure without it.
 The load average is printed with the result.
 
+``--part concurrent`` asks the same of issue 13's other per-run row, **1,000 concurrent
+runs** above a 10 ms model call (``agent_turn.py``'s part 3: a fresh session each, a text
+answer, ``agent.max_concurrent = 1000``): each side but pydantic-ai in its own process runs
+``--batches`` batches, each after a batch of the bare stream function (the floor), and its
+figure is (process CPU of the side's batch − the floor's) ÷ runs, as a share of the 10 ms
+call, with the time in the cyclic garbage collector apart. ``--part loop concurrent`` runs
+both, one after the other.
+
 Run:  .venv/bin/python benchmarks/tool_loop_parts.py [--rounds 5] [--runs 120]
+      [--part loop|concurrent ...] [--batches 3] [--concurrent-runs 1000]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -193,9 +202,88 @@ async def _check(side: str, k: int, result: Any) -> None:
         raise SystemExit(f"tool_loop_parts: {side} K={k} ran {calls} tool calls, not {k}")
 
 
-def child(side: str, runs: int) -> None:
+async def _side_batches(side: str, runs: int, batches: int) -> dict[str, float]:
+    """Median over ``batches`` of ``side``'s process CPU per concurrent run above the floor's,
+    and of the CPU its batch spent in the collector, per run (µs)."""
+    import agent_turn as at
+
+    from openclaw_runtime.agent.loop import run_agent_loop
+    from openclaw_runtime.agent.types import AgentContext, AgentLoopConfig
+    from openclaw_runtime.llm import Context, StreamOptions
+    from openclaw_runtime.messages import Message, UserMessage
+
+    async def gather(one: Callable[[], Any]) -> list[Any]:
+        results: list[Any] = []
+
+        async def task() -> None:
+            results.append(await one())
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(task)
+        return results
+
+    with tempfile.TemporaryDirectory() as name:
+        runtime = at.make_runtime(
+            Path(name) / "c", at.sleeping_stream, max_concurrent=runs, memory=True
+        )
+        model = runtime.resolve_model("fake/m1")
+        prompt: list[Message] = [UserMessage(content=at.PROMPT)]
+
+        def direct() -> Any:
+            return at.sleeping_stream(model, Context("", prompt, []), StreamOptions()).result()
+
+        if side == "kernel floor":
+            config = AgentLoopConfig(model=model)
+
+            async def ignore(event: Any) -> None:
+                return None
+
+            async def one() -> Any:
+                new = await run_agent_loop(
+                    list(prompt),
+                    AgentContext("", [], []),
+                    config,
+                    ignore,
+                    stream_fn=at.sleeping_stream,
+                )
+                return new[-1].stop_reason == "stop"
+        else:
+            layers = LAYERS if side == "- all four" else () if side == "runtime" else (side[2:],)
+            for layer in layers:
+                pass_through(layer)
+
+            async def one() -> Any:
+                result = await runtime.run(at.PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+                return result.ok and result.attempts == 1 and result.text == at.ANSWER_TEXT
+
+        for _ in range(2):  # warm-up, and validation: every run answered, in one attempt
+            await gather(direct)
+            if not all(await gather(one)):
+                raise SystemExit(f"tool_loop_parts: a concurrent {side} run did not answer")
+        above, in_gc = [], []
+        for _ in range(batches):
+            gc.collect()
+            start = time.process_time()
+            await gather(direct)
+            floor = time.process_time() - start
+            gc.collect()
+            with at.GcClock(time.process_time) as clock:
+                start = time.process_time()
+                await gather(one)
+                cpu = time.process_time() - start
+            above.append((cpu - floor) / runs * 1e6)
+            in_gc.append(clock.total / runs * 1e6)
+        await runtime.aclose()
+    return {"above": statistics.median(above), "gc": statistics.median(in_gc)}
+
+
+def child(side: str, runs: int, batches: int = 0) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    print(json.dumps(anyio.run(_side_runs, side, runs)))
+    if batches:
+        print(json.dumps(anyio.run(_side_batches, side, runs, batches)))
+    else:
+        print(json.dumps(anyio.run(_side_runs, side, runs)))
 
 
 def _fit(t: dict[int, float]) -> tuple[float, float]:
@@ -203,36 +291,105 @@ def _fit(t: dict[int, float]) -> tuple[float, float]:
     return marginal, t[10] - 10 * marginal
 
 
+def _run_child(side: str, *flags: str) -> dict[str, float]:
+    """One side's process; its JSON answer."""
+    child_run = subprocess.run(
+        [sys.executable, __file__, "--side", side, *flags], capture_output=True, text=True
+    )
+    if child_run.returncode != 0:
+        sys.exit(f"tool_loop_parts: the {side!r} process failed:\n{child_run.stderr}")
+    answer: dict[str, float] = json.loads(child_run.stdout)
+    return answer
+
+
+def _alternated(sides: tuple[str, ...], rounds: int, *flags: str) -> dict[str, list[Any]]:
+    """Every side's answer per round, one process each, the order reversed every round."""
+    results: dict[str, list[Any]] = {side: [] for side in sides}
+    for round_ in range(rounds):
+        for side in sides if round_ % 2 == 0 else tuple(reversed(sides)):
+            results[side].append(_run_child(side, *flags))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=120, help="runs per K in each process")
+    parser.add_argument(
+        "--part",
+        nargs="+",
+        default=["loop"],
+        choices=["loop", "concurrent"],
+        help="the tool loop (K = 10 and 50) and/or 1,000 concurrent runs",
+    )
+    parser.add_argument("--batches", type=int, default=3, help="concurrent batches in each process")
+    parser.add_argument(
+        "--concurrent-runs", type=int, default=1_000, help="runs in one concurrent batch"
+    )
     parser.add_argument("--side", help=argparse.SUPPRESS)
+    parser.add_argument("--child-batches", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.rounds < 1 or args.runs < 1:
-        parser.error(f"--rounds and --runs must be at least 1 (got {args.rounds}, {args.runs})")
+    if min(args.rounds, args.runs, args.batches, args.concurrent_runs) < 1:
+        parser.error(
+            "--rounds, --runs, --batches and --concurrent-runs must be at least 1 (got"
+            f" {args.rounds}, {args.runs}, {args.batches}, {args.concurrent_runs})"
+        )
     require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.side:
-        child(args.side, args.runs)
+        child(args.side, args.runs, args.child_batches)
         return
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
-    results: dict[str, list[dict[int, float]]] = {side: [] for side in SIDES}
+    for part in dict.fromkeys(args.part):
+        if part == "loop":
+            loop_part(args)
+        else:
+            concurrent_part(args)
+
+
+def concurrent_part(args: argparse.Namespace) -> None:
+    """The layers' share of the 1,000-concurrent-runs row."""
+    sides = tuple(side for side in SIDES if side != "pydantic-ai")
     load_before = os.getloadavg()
-    for round_ in range(args.rounds):
-        order = SIDES if round_ % 2 == 0 else tuple(reversed(SIDES))
-        for side in order:
-            child_run = subprocess.run(
-                [sys.executable, __file__, "--side", side, "--runs", str(args.runs)],
-                capture_output=True,
-                text=True,
-            )
-            if child_run.returncode != 0:
-                sys.exit(f"tool_loop_parts: the {side!r} process failed:\n{child_run.stderr}")
-            out = child_run.stdout
-            results[side].append({int(k): v for k, v in json.loads(out).items()})
+    results = _alternated(
+        sides,
+        args.rounds,
+        *("--runs", str(args.concurrent_runs), "--child-batches", str(args.batches)),
+    )
+    load = " ".join(f"{x:.2f}" for x in (*load_before, *os.getloadavg()))
+    medians = {
+        side: {key: statistics.median(r[key] for r in rows) for key in ("above", "gc")}
+        for side, rows in results.items()
+    }
+    print(
+        f"\n{args.concurrent_runs:,} concurrent runs above a 10 ms model call, memory mode;"
+        f" {args.rounds} rounds × one process per side × {args.batches} batches;"
+        f" load average before / after: {load}"
+    )
+    print("process CPU per run above the floor's batch, median of the processes' medians")
+    print(f"  {'side':24s} {'per run':>9s} {'of 10 ms':>9s} {'in the GC':>10s}")
+    for side in sides:
+        above, in_gc = medians[side]["above"], medians[side]["gc"]
+        print(f"  {side:24s} {above:7,.0f} µs {above / 100:8.1f}% {in_gc:7,.0f} µs")
+    print("\nwhat each layer costs per run (the runtime's figure minus the figure without it)")
+    rows = [(layer, "runtime", f"- {layer}") for layer in (*LAYERS, "all four")]
+    rows.append(("the rest above the kernel", "- all four", "kernel floor"))
+    for label, with_it, without in rows:
+        share = medians[with_it]["above"] - medians[without]["above"]
+        gc_share = medians[with_it]["gc"] - medians[without]["gc"]
+        print(
+            f"  {label:26s} {share:7,.0f} µs {share / 100:5.1f}% of 10 ms"
+            f" (of it in the GC {gc_share:,.0f} µs)"
+        )
+    print("\ntarget: ≤ 5 % of the 10 ms model call, 500 µs per run")
+
+
+def loop_part(args: argparse.Namespace) -> None:
+    """The layers' share of a tool-calling turn at K = 10 and K = 50."""
+    load_before = os.getloadavg()
+    results = _alternated(SIDES, args.rounds, "--runs", str(args.runs))
     load_after = os.getloadavg()
     medians = {
-        side: {k: statistics.median(r[k] for r in rows) for k in KS}
+        side: {k: statistics.median(r[str(k)] for r in rows) for k in KS}
         for side, rows in results.items()
     }
     load = " ".join(f"{x:.2f}" for x in (*load_before, *load_after))
