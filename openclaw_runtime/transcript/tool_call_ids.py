@@ -181,9 +181,7 @@ def normalize_tool_call_ids(messages: Sequence[Message], mode: ToolCallIdMode) -
     earliest unanswered call with its raw id. Deterministic: the same transcript always
     yields the same ids. ``keep`` returns the messages unchanged.
     """
-    if mode == "keep":
-        return list(messages)
-    return _rewritten(messages, mode, set(), {}, {})
+    return ToolCallIdRule(mode).apply(messages)
 
 
 class ToolCallIdRule:
