@@ -14,8 +14,13 @@ Each process runs ``--batches`` batches of 1,000 fresh-session runs of part 3's 
 call sleeping 10 ms) and the same batch calling the stream function directly, and prints the
 process CPU per run above that floor, the collector's CPU per run (and its split by
 generation: most of it is the two or three full collections a batch makes, each walking every
-run in flight) and the collections per generation. Alternate settings process by process and
-compare within one sitting.
+run in flight), the collections per generation, and the CPU per run split into user and
+system time (``os.times``; the floor's batch included, so the split is the whole process's).
+Alternate settings process by process and compare within one sitting.
+
+``--extra-objects N`` makes every run hold N more objects the collector tracks (empty lists
+on its state) while it is in flight: how the collector's share moves with what a waiting run
+holds. It moves in steps, one full collection per batch more at a time.
 
 With ``--census`` it then holds one more batch at its model calls (``agent_turn._Census``) and
 counts the objects the collector tracks (``gc.get_objects()``, after a collection) against the
@@ -24,6 +29,7 @@ The number of young collections a batch makes follows from it (one per 700 net a
 tracked objects), and so does much of the full ones' work.
 
 Run:  .venv/bin/python benchmarks/gc_settings.py --mode memory --setting threshold [--census]
+      [--extra-objects N]
 """
 
 from __future__ import annotations
@@ -71,7 +77,24 @@ class _Collector:
             self.by_generation[info["generation"]] += spent
 
 
-async def main(mode: str, setting: str, batches: int, census: bool) -> None:
+def hold_extra_objects(count: int) -> None:
+    """Every run made from now on holds ``count`` more tracked objects while it runs."""
+    from openclaw_runtime.runner.run_state import RunState
+
+    if "__init__" not in vars(RunState):  # a renamed set-up must fail here, not measure nothing
+        raise SystemExit("gc_settings: RunState.__init__ no longer exists")
+    init = RunState.__init__
+
+    def holding(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._extra_objects = [[] for _ in range(count)]
+
+    RunState.__init__ = holding  # type: ignore[method-assign]
+
+
+async def main(mode: str, setting: str, batches: int, census: bool, extra: int = 0) -> None:
+    if extra:
+        hold_extra_objects(extra)
     tmp = Path(tempfile.mkdtemp(prefix="gc-settings-"))
     runtime = at.make_runtime(
         tmp / "state", at.sleeping_stream, max_concurrent=RUNS, memory=mode == "memory"
@@ -107,9 +130,10 @@ async def main(mode: str, setting: str, batches: int, census: bool) -> None:
     load = os.getloadavg()
     print(
         f"{mode}, {setting} (threshold {gc.get_threshold()}), {RUNS:,} concurrent runs, "
-        f"load average {load[0]:.2f}"
+        f"{extra} extra objects per run, load average {load[0]:.2f}"
     )
     for _ in range(batches):
+        times = os.times()
         cpu = time.process_time()
         await direct()
         floor = time.process_time() - cpu
@@ -117,12 +141,15 @@ async def main(mode: str, setting: str, batches: int, census: bool) -> None:
         cpu = time.process_time()
         await ours()
         spent = time.process_time() - cpu - floor
+        after = os.times()
+        user, system = after.user - times.user, after.system - times.system
         per_generation = ", ".join(f"{s / RUNS * 1e6:,.0f}" for s in collector.by_generation)
         print(
             f"  {spent / RUNS * 1e6:,.0f} µs per run above the floor, "
             f"{collector.seconds / RUNS * 1e6:,.0f} µs of it in the collector "
             f"({per_generation} µs by generation); "
-            f"collections per generation {collector.collections}"
+            f"collections per generation {collector.collections}; "
+            f"user / system {user / RUNS * 1e6:,.0f} / {system / RUNS * 1e6:,.0f} µs per run"
         )
     gc.callbacks.remove(collector)
     if census:
@@ -170,10 +197,19 @@ def cli() -> None:
     parser.add_argument(
         "--census", action="store_true", help="count what an in-flight run holds for the GC"
     )
+    parser.add_argument(
+        "--extra-objects",
+        type=int,
+        default=0,
+        metavar="N",
+        help="every run holds N more tracked objects while in flight",
+    )
     args = parser.parse_args()
     if args.batches < 1:
         parser.error(f"--batches must be at least 1, got {args.batches}")
-    anyio.run(main, args.mode, args.setting, args.batches, args.census)
+    if args.extra_objects < 0:
+        parser.error(f"--extra-objects must be at least 0, got {args.extra_objects}")
+    anyio.run(main, args.mode, args.setting, args.batches, args.census, args.extra_objects)
 
 
 if __name__ == "__main__":
