@@ -33,10 +33,30 @@ answer, ``agent.max_concurrent = 1000``): each side but pydantic-ai in its own p
 ``--batches`` batches, each after a batch of the bare stream function (the floor), and its
 figure is (process CPU of the side's batch − the floor's) ÷ runs, as a share of the 10 ms
 call, with the time in the cyclic garbage collector apart. ``--part loop concurrent`` runs
-both, one after the other.
+both, one after the other. The concurrent part also passes through, one at a time and then
+all of them with the four layers (``- everything``), the parts of the run's lifecycle that a
+patch can remove, each again a guarantee:
+
+* ``- lanes``: no session lane and no global lane (``InProcessLanes.hold`` grants at once:
+  no one-run-per-session order, no ``agent.max_concurrent`` cap, no lane timeout);
+* ``- live run``: the run is not registered as its session's live run (``Runtime.steer``,
+  ``abort`` and follow-ups cannot reach it: ``runner.run.live_run_scope``);
+* ``- steering lease``: sub-agent results waiting for the session are not leased into the
+  prompt (``_Run._lease_steering``);
+* ``- fallback chain``: the first model candidate only, no failover classification
+  (``_Run._fallback_chain``);
+* ``- maintenance``: no context-engine maintenance after the turn and no wait for a
+  previous turn's (``runner.run.maintain_after_turn``,
+  ``RunServices.wait_for_session_maintenance``).
+
+``--part rest`` profiles what is left with all of them passed through: fresh memory-mode
+text runs one after another (GC off) under ``cProfile``, printing the CPU of an unprofiled
+run, the Python calls a run makes, how many functions they are spread over, and the
+functions with the most time of their own.
 
 Run:  .venv/bin/python benchmarks/tool_loop_parts.py [--rounds 5] [--runs 120]
-      [--part loop|concurrent ...] [--batches 3] [--concurrent-runs 1000]
+      [--part loop|concurrent|rest ...] [--batches 3] [--concurrent-runs 1000]
+      [--rest-runs 2000]
 Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
@@ -73,6 +93,13 @@ SIDES = (
     "pydantic-ai",
 )
 LAYERS = ("transcript pipeline", "context guard", "persistence", "stream repair")
+LIFECYCLE = ("lanes", "live run", "steering lease", "fallback chain", "maintenance")
+CONCURRENT_SIDES = (
+    *SIDES[:6],
+    *(f"- {part}" for part in LIFECYCLE),
+    "- everything",
+    "kernel floor",
+)
 
 
 def _replace(owner: Any, name: str, value: Any) -> None:
@@ -118,8 +145,90 @@ def pass_through(layer: str) -> None:
             return self.__wrapped__(model, context, options)
 
         _replace(compose._RepairedStreamFn, "__call__", provider_stream)
+    elif layer in LIFECYCLE:
+        _lifecycle_pass_through(layer)
     else:
         raise ValueError(layer)
+
+
+def _passed_through(side: str) -> tuple[str, ...]:
+    """The layers and lifecycle parts ``side`` runs without."""
+    if side == "runtime":
+        return ()
+    if side == "- all four":
+        return LAYERS
+    if side == "- everything":
+        return (*LAYERS, *LIFECYCLE)
+    return (side[2:],)
+
+
+class _Granted:
+    """A lane hold that grants at once and holds nothing (the ``- lanes`` side)."""
+
+    __slots__ = ()
+    waited_s = 0.0
+
+    async def __aenter__(self) -> _Granted:
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool:
+        return False
+
+    def heartbeat(self) -> None:
+        return None
+
+
+class _NotLive:
+    """A live-run scope that registers nothing (the ``- live run`` side)."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> bool:
+        return False
+
+
+def _lifecycle_pass_through(part: str) -> None:
+    """Replace the lifecycle ``part`` by a pass-through in this process."""
+    from openclaw_runtime.runner import run
+
+    if part == "lanes":
+        from openclaw_runtime.runner import lanes
+
+        granted = _Granted()
+
+        def hold(self: Any, lane: str, **options: Any) -> _Granted:
+            return granted
+
+        _replace(lanes.InProcessLanes, "hold", hold)
+    elif part == "live run":
+        not_live = _NotLive()
+        _replace(run, "live_run_scope", lambda state: not_live)
+    elif part == "steering lease":
+
+        async def no_lease(self: Any) -> None:
+            return None
+
+        _replace(run._Run, "_lease_steering", no_lease)
+    elif part == "fallback chain":
+
+        async def first_candidate(self: Any) -> Any:
+            answer = await self._run_candidate(self.candidates[0])
+            return run.result_from_candidate(self, answer)
+
+        _replace(run._Run, "_fallback_chain", first_candidate)
+    elif part == "maintenance":
+        from openclaw_runtime.runner import services
+
+        async def nothing(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        _replace(run, "maintain_after_turn", nothing)
+        _replace(services.RunServices, "wait_for_session_maintenance", nothing)
+    else:
+        raise ValueError(part)
 
 
 async def _side_runs(side: str, runs: int) -> dict[int, float]:
@@ -142,8 +251,7 @@ async def _side_runs(side: str, runs: int) -> dict[int, float]:
                 agent = tl.pydantic_ai_agent(k)
                 fns[k] = functools.partial(agent.run, tl.PROMPT, usage_limits=limits)
         else:
-            layers = LAYERS if side == "- all four" else () if side == "runtime" else (side[2:],)
-            for layer in layers:
+            for layer in _passed_through(side):
                 pass_through(layer)
             for k in KS:
                 stream = _counted(tl.loop_stream(k))
@@ -249,8 +357,7 @@ async def _side_batches(side: str, runs: int, batches: int) -> dict[str, float]:
                 )
                 return new[-1].stop_reason == "stop"
         else:
-            layers = LAYERS if side == "- all four" else () if side == "runtime" else (side[2:],)
-            for layer in layers:
+            for layer in _passed_through(side):
                 pass_through(layer)
 
             async def one() -> Any:
@@ -278,9 +385,11 @@ async def _side_batches(side: str, runs: int, batches: int) -> dict[str, float]:
     return {"above": statistics.median(above), "gc": statistics.median(in_gc)}
 
 
-def child(side: str, runs: int, batches: int = 0) -> None:
+def child(side: str, runs: int, batches: int = 0, profile: bool = False) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if batches:
+    if profile:
+        print(json.dumps(anyio.run(_profiled_rest, runs)))
+    elif batches:
         print(json.dumps(anyio.run(_side_batches, side, runs, batches)))
     else:
         print(json.dumps(anyio.run(_side_runs, side, runs)))
@@ -291,14 +400,14 @@ def _fit(t: dict[int, float]) -> tuple[float, float]:
     return marginal, t[10] - 10 * marginal
 
 
-def _run_child(side: str, *flags: str) -> dict[str, float]:
+def _run_child(side: str, *flags: str) -> dict[str, Any]:
     """One side's process; its JSON answer."""
     child_run = subprocess.run(
         [sys.executable, __file__, "--side", side, *flags], capture_output=True, text=True
     )
     if child_run.returncode != 0:
         sys.exit(f"tool_loop_parts: the {side!r} process failed:\n{child_run.stderr}")
-    answer: dict[str, float] = json.loads(child_run.stdout)
+    answer: dict[str, Any] = json.loads(child_run.stdout)
     return answer
 
 
@@ -319,36 +428,44 @@ def main() -> None:
         "--part",
         nargs="+",
         default=["loop"],
-        choices=["loop", "concurrent"],
-        help="the tool loop (K = 10 and 50) and/or 1,000 concurrent runs",
+        choices=["loop", "concurrent", "rest"],
+        help="the tool loop (K = 10 and 50), 1,000 concurrent runs, and/or a profile of a run"
+        " without every part a patch can remove",
     )
     parser.add_argument("--batches", type=int, default=3, help="concurrent batches in each process")
     parser.add_argument(
         "--concurrent-runs", type=int, default=1_000, help="runs in one concurrent batch"
     )
+    parser.add_argument(
+        "--rest-runs", type=int, default=2_000, help="runs timed and profiled by --part rest"
+    )
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--child-batches", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if min(args.rounds, args.runs, args.batches, args.concurrent_runs) < 1:
+    if min(args.rounds, args.runs, args.batches, args.concurrent_runs, args.rest_runs) < 1:
         parser.error(
-            "--rounds, --runs, --batches and --concurrent-runs must be at least 1 (got"
-            f" {args.rounds}, {args.runs}, {args.batches}, {args.concurrent_runs})"
+            "--rounds, --runs, --batches, --concurrent-runs and --rest-runs must be at least 1"
+            f" (got {args.rounds}, {args.runs}, {args.batches}, {args.concurrent_runs},"
+            f" {args.rest_runs})"
         )
     require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.side:
-        child(args.side, args.runs, args.child_batches)
+        child(args.side, args.runs, args.child_batches, args.child_profile)
         return
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     for part in dict.fromkeys(args.part):
         if part == "loop":
             loop_part(args)
-        else:
+        elif part == "concurrent":
             concurrent_part(args)
+        else:
+            rest_part(args)
 
 
 def concurrent_part(args: argparse.Namespace) -> None:
     """The layers' share of the 1,000-concurrent-runs row."""
-    sides = tuple(side for side in SIDES if side != "pydantic-ai")
+    sides = CONCURRENT_SIDES
     load_before = os.getloadavg()
     results = _alternated(
         sides,
@@ -370,9 +487,13 @@ def concurrent_part(args: argparse.Namespace) -> None:
     for side in sides:
         above, in_gc = medians[side]["above"], medians[side]["gc"]
         print(f"  {side:24s} {above:7,.0f} µs {above / 100:8.1f}% {in_gc:7,.0f} µs")
-    print("\nwhat each layer costs per run (the runtime's figure minus the figure without it)")
-    rows = [(layer, "runtime", f"- {layer}") for layer in (*LAYERS, "all four")]
-    rows.append(("the rest above the kernel", "- all four", "kernel floor"))
+    print(
+        "\nwhat each layer and lifecycle part costs per run"
+        " (the runtime's figure minus the figure without it)"
+    )
+    parts = (*LAYERS, "all four", *LIFECYCLE, "everything")
+    rows = [(part, "runtime", f"- {part}") for part in parts]
+    rows.append(("the rest above the kernel", "- everything", "kernel floor"))
     for label, with_it, without in rows:
         share = medians[with_it]["above"] - medians[without]["above"]
         gc_share = medians[with_it]["gc"] - medians[without]["gc"]
@@ -381,6 +502,96 @@ def concurrent_part(args: argparse.Namespace) -> None:
             f" (of it in the GC {gc_share:,.0f} µs)"
         )
     print("\ntarget: ≤ 5 % of the 10 ms model call, 500 µs per run")
+
+
+def rest_part(args: argparse.Namespace) -> None:
+    """What a run is made of with the four layers and the lifecycle parts passed through."""
+    load_before = os.getloadavg()
+    answer = _run_child("- everything", "--runs", str(args.rest_runs), "--child-profile")
+    load = " ".join(f"{x:.2f}" for x in (*load_before, *os.getloadavg()))
+    runs = answer["runs"]
+    print(
+        f"\nthe rest: fresh memory-mode text runs without the four layers and the"
+        f" {len(LIFECYCLE)} lifecycle parts, {runs:,} one after another, GC off;"
+        f" load average before / after: {load}"
+    )
+    print(
+        f"  unprofiled: {answer['cpu_us']:,.0f} µs per run; {answer['calls']:,.0f} Python calls"
+        f" per run to {answer['functions']:,} functions"
+        f" ({answer['runtime_functions']:,} of them in openclaw_runtime)"
+    )
+    print("  the functions with the most time of their own (share of the profiled run):")
+    for share, name in answer["top"]:
+        print(f"    {share:5.1f} %  {name}")
+
+
+async def _profiled_rest(runs: int) -> dict[str, Any]:
+    """``rest_part``'s figures, measured in this process (a child)."""
+    import cProfile
+
+    import agent_turn as at
+
+    for part in _passed_through("- everything"):
+        pass_through(part)
+    with tempfile.TemporaryDirectory() as name:
+        runtime = at.make_runtime(Path(name) / "r", at.text_stream, memory=True)
+
+        async def batch() -> None:
+            for _ in range(runs):
+                result = await runtime.run(at.PROMPT, session_id=uuid.uuid4().hex, model="fake/m1")
+                if not (result.ok and result.text == at.ANSWER_TEXT):
+                    raise SystemExit("tool_loop_parts: a run without everything did not answer")
+
+        await batch()  # warm-up
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.process_time()
+            await batch()
+            cpu = time.process_time() - start
+            profile = cProfile.Profile()
+            profile.enable()
+            await batch()
+            profile.disable()
+        finally:
+            gc.enable()
+        await runtime.aclose()
+    return _rest_figures(profile, runs, cpu)
+
+
+def _rest_figures(profile: Any, runs: int, cpu: float) -> dict[str, Any]:
+    """``rest_part``'s figures from ``runs`` profiled runs and their unprofiled CPU."""
+    import pstats
+
+    import openclaw_runtime
+
+    stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in stats.values())
+    package = os.path.dirname(openclaw_runtime.__file__)
+    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)
+    top = [
+        (row[2] / total * 100, f"{_short(file)}:{line} {function}")
+        for (file, line, function), row in ranked[:15]
+    ]
+    return {
+        "runs": runs,
+        "cpu_us": cpu / runs * 1e6,
+        "calls": sum(row[1] for row in stats.values()) / runs,
+        "functions": len(stats),
+        "runtime_functions": sum(1 for file, _, _ in stats if file.startswith(package)),
+        "top": top,
+    }
+
+
+def _short(file: str) -> str:
+    """A profiled file's name from its package down (``~`` for a built-in)."""
+    if file == "~":
+        return "(built-in)"
+    parts = Path(file).parts
+    for anchor in ("openclaw_runtime", "site-packages", "benchmarks"):
+        if anchor in parts:
+            return "/".join(parts[parts.index(anchor) + (anchor != "openclaw_runtime") :])
+    return Path(file).name
 
 
 def loop_part(args: argparse.Namespace) -> None:
