@@ -57,7 +57,7 @@ functions with the most time of their own.
 Run:  .venv/bin/python benchmarks/tool_loop_parts.py [--rounds 5] [--runs 120]
       [--part loop|concurrent|rest ...] [--batches 3] [--concurrent-runs 1000]
       [--rest-runs 2000]
-Needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
+The loop part needs the peer: .venv/bin/pip install -r benchmarks/requirements.txt
 """
 
 from __future__ import annotations
@@ -449,10 +449,11 @@ def main() -> None:
             f" (got {args.rounds}, {args.runs}, {args.batches}, {args.concurrent_runs},"
             f" {args.rest_runs})"
         )
-    require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     if args.side:
         child(args.side, args.runs, args.child_batches, args.child_profile)
         return
+    if "loop" in args.part:  # the concurrent and rest parts have no pydantic-ai side
+        require_peer(parser, "pydantic_ai", "pydantic-ai, the peer")
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     for part in dict.fromkeys(args.part):
         if part == "loop":
