@@ -465,7 +465,7 @@ def main() -> None:
 
 
 def concurrent_part(args: argparse.Namespace) -> None:
-    """The layers' share of the 1,000-concurrent-runs row."""
+    """The layers' and the lifecycle parts' share of the 1,000-concurrent-runs row."""
     sides = CONCURRENT_SIDES
     load_before = os.getloadavg()
     results = _alternated(
